@@ -1,0 +1,212 @@
+"""The `ddl-triage` command line: triage one issue, predict a batch, build the index, run the service."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from bot.errors import DataError, TriageError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Triage issues of distributed deep-learning frameworks (offline by default).")
+index_app = typer.Typer(no_args_is_help=True, help="The embedding cache of the case base.")
+app.add_typer(index_app, name="index")
+
+DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", help="Gold data directory (DDL_TRIAGE_DATA_DIR).")]
+PredictorOpt = Annotated[str | None, typer.Option("--predictor", help="Predictor name (DDL_TRIAGE_PREDICTOR).")]
+CasesOpt = Annotated[list[Path] | None, typer.Option("--cases", help="Case-base JSONL file(s); default: every "
+                                                     "gold file in the data directory.")]
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    typer.echo(f"ddl-triage: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def load_settings(data_dir: Path | None = None, predictor: str | None = None):  # type: ignore[no-untyped-def]
+    from pydantic import ValidationError
+
+    from bot.settings import Settings
+
+    overrides = {k: v for k, v in {"data_dir": data_dir, "predictor": predictor}.items() if v is not None}
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        fail(f"invalid setting DDL_TRIAGE_{str(err['loc'][0]).upper()}: {err['msg']}")
+
+
+@contextmanager
+def progress_bar(enabled: bool = True) -> Iterator:  # type: ignore[type-arg]
+    """A rich progress bar on stderr, fed by the engine's (task, advance, total) callback."""
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   transient=True, disable=not enabled or not sys.stderr.isatty())
+    tasks: dict[str, int] = {}
+
+    def update(task: str, advance: int, total: int) -> None:
+        if task not in tasks:
+            tasks[task] = bar.add_task(task, total=total)
+        bar.update(tasks[task], advance=advance, total=total)
+
+    with bar:
+        yield update
+
+
+def _engine(settings, cases: list[Path] | None = None, predictor: str | None = None):  # type: ignore[no-untyped-def]
+    from bot.engine import build_engine
+
+    with progress_bar() as update:
+        return build_engine(settings, cases or None, predictor, progress=update)
+
+
+@app.command()
+def triage(
+    file: Annotated[Path | None, typer.Argument(help="A JSON issue ({title, body}) or a text/markdown file.")] = None,
+    title: Annotated[str | None, typer.Option("--title", help="Issue title.")] = None,
+    body: Annotated[str | None, typer.Option("--body", help="Issue body (markdown).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the triage result as JSON.")] = False,
+    data_dir: DataDirOpt = None,
+    predictor: PredictorOpt = None,
+    cases: CasesOpt = None,
+) -> None:
+    """Print the comment the bot would post for one issue (or its JSON result)."""
+    from bot.comment import render_comment
+
+    issue = _issue_from_args(file, title, body)
+    settings = load_settings(data_dir, predictor)
+    engine = _engine(settings, cases, predictor)
+    result = engine.triage(issue)
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        typer.echo(render_comment(result, engine.taxonomy))
+
+
+def _issue_from_args(file: Path | None, title: str | None, body: str | None):  # type: ignore[no-untyped-def]
+    from bot.domain import Issue
+
+    if file is None:
+        if title is None and body is None:
+            fail("give an issue: a FILE, or --title and/or --body")
+        return Issue(id="cli", title=title or "", body=body or "")
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        fail(f"{file}: cannot read: {exc.strerror}")
+    text = raw.decode("utf-8", errors="replace")
+    if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+        typer.echo(f"ddl-triage: warning: {file}: bytes that are not UTF-8 were replaced", err=True)
+    if file.suffix == ".json":
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            fail(f"{file}:{exc.lineno}: not JSON ({exc.msg}); give a JSON object with title and body")
+        if not isinstance(obj, dict):
+            fail(f"{file}: expected a JSON object with title and body")
+        return Issue(id=str(obj.get("id", file.stem)), title=str(obj.get("title") or title or ""),
+                     body=str(obj.get("body") or body or ""), repo=obj.get("repo"))
+    return Issue(id=file.stem, title=title or "", body=text)
+
+
+@app.command()
+def predict(
+    input: Annotated[Path, typer.Option("--input", help="JSONL with id, title, body per line.")],
+    output: Annotated[Path, typer.Option("--output", help="Where to write one prediction line per issue.")],
+    data_dir: DataDirOpt = None,
+    predictor: PredictorOpt = None,
+    cases: CasesOpt = None,
+) -> None:
+    """Predict every issue of a JSONL file (the batch contract in the README)."""
+    from bot.dataset import read_issues
+
+    settings = load_settings(data_dir, predictor)
+    skipped = 0
+
+    def report(err: DataError) -> None:
+        nonlocal skipped
+        skipped += "skipped" in str(err)
+        typer.echo(f"ddl-triage: warning: {err}", err=True)
+
+    issues = list(read_issues(input, report))
+    engine = _engine(settings, cases, predictor)
+    with progress_bar() as update:
+        results = engine.triage_many(issues, progress=update)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("w", encoding="utf-8") as handle:
+        for result in results:
+            handle.write(json.dumps(result.batch_record(), ensure_ascii=False) + "\n")
+    typer.echo(f"predicted {len(results)} issues -> {output}" + (f" ({skipped} lines skipped)" if skipped else ""),
+               err=True)
+
+
+@index_app.command("build")
+def index_build(data_dir: DataDirOpt = None, cases: CasesOpt = None) -> None:
+    """Embed the case base into the on-disk cache (later runs embed only what changed)."""
+    settings = load_settings(data_dir)
+    engine = _engine(settings, cases)
+    typer.echo(f"case base: {len(engine.index)} cases embedded with {engine.embedder.model_id} "
+               f"({engine.embedder.embedded_count} new), cache {settings.cache_dir}", err=True)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    shadow: Annotated[bool, typer.Option("--shadow", help="Store decisions instead of posting them.")] = False,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Run the GitHub App webhook service (FastAPI + uvicorn)."""
+    from bot.service.app import run_server
+
+    settings = load_settings(data_dir)
+    if shadow:
+        settings = settings.model_copy(update={"shadow": True})
+    run_server(settings, host, port)
+
+
+@app.command()
+def replay(
+    payload: Annotated[Path, typer.Argument(help="A saved webhook delivery body (JSON).")],
+    url: Annotated[str, typer.Option(help="The running service's webhook URL.")] = "http://127.0.0.1:8000/webhook",
+    event: Annotated[str, typer.Option(help="X-GitHub-Event of the delivery.")] = "issues",
+    delivery: Annotated[str | None, typer.Option(help="X-GitHub-Delivery id (default: a new one).")] = None,
+) -> None:
+    """Sign a saved delivery with DDL_TRIAGE_WEBHOOK_SECRET and send it to a running service."""
+    from bot.service.replay import replay_delivery
+
+    settings = load_settings()
+    status, text = replay_delivery(settings, payload, url, event, delivery)
+    typer.echo(f"{status} {text}")
+    if status >= 400:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """Entry point: domain errors become one line on stderr and a non-zero exit, never a traceback."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app(standalone_mode=True)
+    except TriageError as exc:
+        _exit(str(exc), 1)
+    except KeyboardInterrupt:
+        _exit("interrupted", 130)
+    except Exception as exc:  # the catch-all of the CLI boundary
+        logging.getLogger(__name__).debug("internal error", exc_info=True)
+        _exit(f"internal error ({type(exc).__name__}: {exc}); please report it with the command you ran", 70)
+
+
+def _exit(message: str, code: int) -> NoReturn:
+    print(f"ddl-triage: error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""The triage engine: one code path from issue text to a calibrated five-axis prediction, for every caller."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import pickle
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bot.dataset import LoadReport, default_case_files, load_case_base
+from bot.domain import Case, Issue, TriageResult
+from bot.embedding import Embedder, EmbeddingCache
+from bot.normalise import NormalisedIssue, normalise
+from bot.policy import Calibrator, decide, fit_calibrator, out_of_fold
+from bot.predictors.base import Predictor, Query, TrainingSet, make_predictor
+from bot.retrieval import CaseIndex
+from bot.settings import AXES, Settings
+from bot.taxonomy import Taxonomy, load_taxonomy
+
+log = logging.getLogger(__name__)
+
+ENGINE_VERSION = "1"  # bump when a change to training makes cached fitted models stale
+CALIBRATION_FOLDS = 5
+Progress = Callable[[str, int, int], None]  # (task description, advanced by, total)
+
+
+@dataclass
+class Engine:
+    """A fitted predictor over an embedded case base, with its calibration."""
+
+    settings: Settings
+    taxonomy: Taxonomy
+    embedder: Embedder
+    training: TrainingSet
+    predictor: Predictor
+    calibrator: Calibrator
+    load_report: LoadReport
+
+    @property
+    def index(self) -> CaseIndex:
+        return self.training.index
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.embedder.model_id}+{self.predictor.name}"
+
+    def triage(self, issue: Issue) -> TriageResult:
+        return self.triage_many([issue])[0]
+
+    def triage_many(self, issues: Sequence[Issue], progress: Progress | None = None,
+                    batch_size: int = 64) -> list[TriageResult]:
+        """Predict every issue; the issue itself is never its own neighbour."""
+        results: list[TriageResult] = []
+        for start in range(0, len(issues), batch_size):
+            batch = list(issues[start:start + batch_size])
+            normalised = [normalise(i) for i in batch]
+            vectors = self.embedder.embed([n.text for n in normalised])
+            queries = make_queries(self.index, normalised, vectors, self.settings.neighbours + 5,
+                                   [{i.id} for i in batch])
+            distributions = self.predictor.predict_proba(queries)
+            fallbacks = list(self.predictor.last_fallbacks) or [None] * len(batch)
+            for issue, query, dist, fallback in zip(batch, queries, distributions, fallbacks, strict=True):
+                predictions = {axis: decide(axis, dist[axis], self.calibrator, self.settings.threshold(axis))
+                               for axis in AXES}
+                results.append(TriageResult(
+                    issue_id=issue.id, predictions=predictions,
+                    neighbours=self.index.neighbours(query.hits[: self.settings.neighbours]),
+                    environment=query.issue.environment, predictor=self.predictor.name,
+                    taxonomy_version=self.taxonomy.version, model_id=self.model_id, fallback=fallback))
+            if progress:
+                progress("predicting", len(batch), len(issues))
+        return results
+
+
+def make_queries(index: CaseIndex, normalised: Sequence[NormalisedIssue], vectors: np.ndarray, k: int,
+                 exclude: list[set[str]] | None = None) -> list[Query]:
+    hits = index.nearest(vectors, k, exclude)
+    return [Query(issue=n, vector=v, hits=h) for n, v, h in zip(normalised, vectors, hits, strict=True)]
+
+
+def build_training_set(cases: list[Case], taxonomy: Taxonomy, embedder: Embedder, use_silver: bool,
+                       progress: Progress | None = None) -> tuple[TrainingSet, list[NormalisedIssue]]:
+    """Normalise and embed the case base (only texts not already cached reach the model)."""
+    normalised = [normalise(c) for c in cases]
+    texts = [n.text for n in normalised]
+    step = (lambda n: progress("embedding case base", n, len(texts))) if progress else None
+    vectors = embedder.embed(texts, step) if texts else np.zeros((0, 1), dtype=np.float32)
+    index = CaseIndex(cases, vectors)
+    return TrainingSet.build(index, texts, taxonomy, use_silver), normalised
+
+
+def fit_engine(settings: Settings, cases: list[Case], *, embedder: Embedder, predictor_name: str | None = None,
+               taxonomy: Taxonomy | None = None, calibrate: bool = True, load_report: LoadReport | None = None,
+               progress: Progress | None = None, use_cache: bool = True) -> Engine:
+    """Fit a predictor and its calibration on `cases` (cached on disk by content when `use_cache`)."""
+    taxonomy = taxonomy or load_taxonomy(settings.taxonomy)
+    name = predictor_name or settings.predictor
+    training, normalised = build_training_set(cases, taxonomy, embedder, settings.use_silver, progress)
+
+    def make() -> Predictor:
+        return make_predictor(name, settings)
+
+    predictor = make()
+    key = _fit_key(settings, training, predictor, embedder.model_id, calibrate)
+    cached = _load_fitted(settings.cache_dir, key) if use_cache and predictor.cacheable else None
+    if cached is not None:
+        predictor, calibrator = cached
+    else:
+        if progress:
+            progress("fitting predictor", 0, 1)
+        predictor.fit(training)
+        calibrator = Calibrator()
+        if calibrate and len(cases) >= 2 * CALIBRATION_FOLDS:
+            def queries_for(train: TrainingSet, rows: list[int]) -> list[Query]:
+                return make_queries(train.index, [normalised[i] for i in rows], training.index.vectors[rows],
+                                    settings.neighbours + 5)
+            calibrator = fit_calibrator(training, out_of_fold(make, training, queries_for,
+                                                              CALIBRATION_FOLDS, settings.seed))
+        if use_cache and predictor.cacheable:
+            _save_fitted(settings.cache_dir, key, predictor, calibrator)
+        if progress:
+            progress("fitting predictor", 1, 1)
+    return Engine(settings=settings, taxonomy=taxonomy, embedder=embedder, training=training,
+                  predictor=predictor, calibrator=calibrator, load_report=load_report or LoadReport())
+
+
+def build_engine(settings: Settings, case_files: Sequence[Path] | None = None, predictor_name: str | None = None,
+                 progress: Progress | None = None) -> Engine:
+    """The engine the bot and the CLI use: the case base from the gold files, the configured predictor."""
+    taxonomy = load_taxonomy(settings.taxonomy)
+    report = LoadReport()
+    files = list(case_files) if case_files else default_case_files(settings.data_dir)
+    cases = load_case_base(files, taxonomy, report)
+    for error in report.errors:
+        log.warning("case base: %s", error)
+    embedder = Embedder(settings.embedding_model, EmbeddingCache(settings.cache_dir / "embeddings.sqlite3"))
+    return fit_engine(settings, cases, embedder=embedder, predictor_name=predictor_name, taxonomy=taxonomy,
+                      load_report=report, progress=progress)
+
+
+def _fit_key(settings: Settings, training: TrainingSet, predictor: Predictor, model_id: str,
+             calibrate: bool) -> str:
+    digest = hashlib.sha256()
+    header = {"engine": ENGINE_VERSION, "predictor": predictor.describe(), "model": model_id,
+              "taxonomy": training.taxonomy.version, "silver": settings.use_silver, "seed": settings.seed,
+              "k": settings.neighbours, "calibrate": calibrate}
+    digest.update(json.dumps(header, sort_keys=True, default=str).encode())
+    for case, text in zip(training.index.cases, training.texts, strict=True):
+        digest.update(json.dumps([case.id, text, case.labels, case.silver], sort_keys=True).encode())
+    return digest.hexdigest()[:32]
+
+
+def _load_fitted(cache_dir: Path, key: str) -> tuple[Predictor, Calibrator] | None:
+    path = cache_dir / "fitted" / f"{key}.pkl"
+    try:
+        with path.open("rb") as handle:
+            predictor, calibrator = pickle.load(handle)
+        return predictor, calibrator
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # a stale or damaged cache entry is refitted, not fatal
+        log.warning("ignoring unreadable fitted-model cache %s: %s", path, exc)
+        return None
+
+
+def _save_fitted(cache_dir: Path, key: str, predictor: Predictor, calibrator: Calibrator) -> None:
+    path = cache_dir / "fitted" / f"{key}.pkl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("wb") as handle:
+        pickle.dump((predictor, calibrator), handle)
+    tmp.replace(path)

@@ -1,0 +1,79 @@
+"""Calibrated confidence per axis and the abstention policy: below the axis threshold, say "not sure"."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.isotonic import IsotonicRegression
+from sklearn.model_selection import KFold
+
+from bot.domain import AxisPrediction
+from bot.predictors.base import AxisDistributions, Distribution, Predictor, Query, TrainingSet
+from bot.settings import AXES
+
+TOP_N = 5
+
+
+@dataclass
+class Calibrator:
+    """Maps a predictor's top probability on an axis to the chance that its top label is right.
+
+    Fitted by isotonic regression on out-of-fold predictions over the case base's gold labels.
+    """
+
+    models: dict[str, IsotonicRegression] = field(default_factory=dict)
+    support: dict[str, int] = field(default_factory=dict)
+
+    def confidence(self, axis: str, raw: float) -> float:
+        model = self.models.get(axis)
+        return float(model.predict([raw])[0]) if model is not None else raw
+
+
+def top_labels(dist: Distribution, n: int = TOP_N) -> list[tuple[str, float]]:
+    ranked = sorted(dist.items(), key=lambda item: (-item[1], item[0]))
+    return [(label, round(p, 4)) for label, p in ranked[:max(n, 3)]]
+
+
+def decide(axis: str, dist: Distribution, calibrator: Calibrator, threshold: float) -> AxisPrediction:
+    """The label to show (None to abstain), its calibrated confidence and the ranking head."""
+    top = top_labels(dist)
+    confidence = round(calibrator.confidence(axis, top[0][1]), 4) if top else 0.0
+    label = top[0][0] if top and confidence >= threshold else None
+    return AxisPrediction(label=label, confidence=confidence, top=top)
+
+
+def out_of_fold(make: Callable[[], Predictor], data: TrainingSet,
+                queries_for: Callable[[TrainingSet, list[int]], list[Query]], folds: int, seed: int
+                ) -> list[AxisDistributions | None]:
+    """Each case's distributions from a predictor trained without its fold (None where not predicted)."""
+    result: list[AxisDistributions | None] = [None] * len(data.texts)
+    splitter = KFold(n_splits=folds, shuffle=True, random_state=seed)
+    for train_idx, test_idx in splitter.split(np.arange(len(data.texts))):
+        predictor = make()
+        train = data.subset(train_idx)
+        predictor.fit(train)
+        outputs = predictor.predict_proba(queries_for(train, [int(i) for i in test_idx]))
+        for i, dist in zip(test_idx, outputs, strict=True):
+            result[int(i)] = dist
+    return result
+
+
+def fit_calibrator(data: TrainingSet, predictions: list[AxisDistributions | None]) -> Calibrator:
+    """Isotonic maps per axis from top probability to correctness, on cases with an established gold label."""
+    calibrator = Calibrator()
+    for axis in AXES:
+        raw, correct = [], []
+        for case, dist in zip(data.index.cases, predictions, strict=True):
+            gold = case.labels.get(axis)
+            if dist is None or not data.taxonomy.is_established(axis, gold):
+                continue
+            label, p = max(dist[axis].items(), key=lambda item: item[1])
+            raw.append(p)
+            correct.append(1.0 if label == gold else 0.0)
+        calibrator.support[axis] = len(raw)
+        if len(raw) >= 20 and 0 < sum(correct) < len(correct):
+            model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip", increasing=True)
+            calibrator.models[axis] = model.fit(raw, correct)
+    return calibrator

@@ -1,0 +1,123 @@
+"""The predictor interface, the training data it sees, and the registry that builds predictors by name."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bot.errors import PredictorError
+from bot.normalise import NormalisedIssue
+from bot.retrieval import CaseIndex
+from bot.settings import AXES, Settings
+from bot.taxonomy import Taxonomy
+
+Distribution = dict[str, float]
+AxisDistributions = dict[str, Distribution]
+
+
+@dataclass
+class Query:
+    """One issue as the predictors see it: normalised text, embedding and nearest cases."""
+
+    issue: NormalisedIssue
+    vector: np.ndarray
+    hits: list[tuple[int, float]]
+
+
+@dataclass
+class TrainingSet:
+    """The case base with its normalised texts and, per axis, the label each case teaches (or None)."""
+
+    index: CaseIndex
+    texts: list[str]
+    taxonomy: Taxonomy
+    targets: dict[str, list[str | None]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, index: CaseIndex, texts: list[str], taxonomy: Taxonomy, use_silver: bool) -> TrainingSet:
+        targets: dict[str, list[str | None]] = {}
+        for axis in AXES:
+            targets[axis] = [training_label(c.labels, c.silver, taxonomy, axis, use_silver) for c in index.cases]
+        return cls(index=index, texts=texts, taxonomy=taxonomy, targets=targets)
+
+    def subset(self, indices: list[int] | np.ndarray) -> TrainingSet:
+        """The training set restricted to some cases (a fold)."""
+        picked = [int(i) for i in indices]
+        index = CaseIndex([self.index.cases[i] for i in picked], self.index.vectors[picked])
+        return TrainingSet(index=index, texts=[self.texts[i] for i in picked], taxonomy=self.taxonomy,
+                           targets={axis: [labels[i] for i in picked] for axis, labels in self.targets.items()})
+
+    def rows(self, axis: str) -> tuple[np.ndarray, list[str]]:
+        """Indices of the cases that teach `axis`, and their labels."""
+        pairs = [(i, y) for i, y in enumerate(self.targets[axis]) if y is not None]
+        return np.array([i for i, _ in pairs], dtype=int), [y for _, y in pairs]
+
+
+def training_label(labels: dict[str, str | None], silver: dict[str, str | None], taxonomy: Taxonomy,
+                   axis: str, use_silver: bool) -> str | None:
+    """The gold label when established; else, if allowed, the annotator's silver guess; else None."""
+    gold = labels.get(axis)
+    if taxonomy.is_established(axis, gold):
+        return gold
+    guess = silver.get(axis) if use_silver else None
+    return guess if taxonomy.is_established(axis, guess) else None
+
+
+def normalise_distribution(scores: dict[str, float], labels: tuple[str, ...]) -> Distribution:
+    """A probability over every predictable label (missing ones get 0), summing to 1."""
+    full = {label: max(0.0, float(scores.get(label, 0.0))) for label in labels}
+    total = sum(full.values())
+    if total <= 0:
+        return {label: 1.0 / len(labels) for label in labels}
+    return {label: p / total for label, p in full.items()}
+
+
+class Predictor(ABC):
+    """Learns from a training set, then gives a probability per label on each axis for each query."""
+
+    name: str = "predictor"
+    cacheable: bool = True  # a fitted copy may be pickled to disk and reused
+    last_fallbacks: list[str | None] = []  # per query of the last batch: why a fallback answered, if one did
+
+    @abstractmethod
+    def fit(self, data: TrainingSet) -> None: ...
+
+    @abstractmethod
+    def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]: ...
+
+    def describe(self) -> dict[str, object]:
+        """What identifies this predictor's configuration in results files."""
+        return {"name": self.name}
+
+
+PredictorFactory = Callable[[Settings], Predictor]
+_REGISTRY: dict[str, PredictorFactory] = {}
+
+
+def register(name: str) -> Callable[[PredictorFactory], PredictorFactory]:
+    def decorate(factory: PredictorFactory) -> PredictorFactory:
+        _REGISTRY[name] = factory
+        return factory
+    return decorate
+
+
+def predictor_names() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def make_predictor(name: str, settings: Settings) -> Predictor:
+    """Build a registered predictor; an unknown name says which exist."""
+    _load_builtin()
+    if name not in _REGISTRY:
+        raise PredictorError(f"unknown predictor {name!r}; choose one of {sorted(_REGISTRY)} "
+                             "(--predictor or DDL_TRIAGE_PREDICTOR)")
+    return _REGISTRY[name](settings)
+
+
+def _load_builtin() -> None:
+    # Importing the modules registers their predictors.
+    from bot.predictors import baselines, knn, linear, llm  # noqa: F401

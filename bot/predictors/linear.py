@@ -1,0 +1,105 @@
+"""Per-axis logistic regression on the embedding, TF-IDF and error-signature flags; and its blend with knn."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+
+from bot.features import signature_flags
+from bot.predictors.base import (AxisDistributions, Predictor, Query, TrainingSet, normalise_distribution,
+                                 register)
+from bot.predictors.knn import KnnPredictor
+from bot.settings import AXES, Settings
+
+
+class LinearPredictor(Predictor):
+    """Logistic regression per axis with balanced class weights (macro-F1 rewards the rare classes)."""
+
+    name = "linear"
+
+    def __init__(self, c: float = 2.0, tfidf_weight: float = 1.0, flag_weight: float = 0.5) -> None:
+        self.c, self.tfidf_weight, self.flag_weight = c, tfidf_weight, flag_weight
+
+    def _features(self, vectors: np.ndarray, texts: list[str]) -> sparse.csr_matrix:
+        parts = [sparse.csr_matrix(vectors), self._tfidf.transform(texts) * self.tfidf_weight,
+                 signature_flags(texts) * self.flag_weight]
+        return sparse.hstack(parts, format="csr")
+
+    def fit(self, data: TrainingSet) -> None:
+        self._tfidf = TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_df=0.5, sublinear_tf=True,
+                                      max_features=20000)
+        self._tfidf.fit(data.texts)
+        matrix = self._features(data.index.vectors, data.texts)
+        self._labels = {axis: data.taxonomy.predictable(axis) for axis in AXES}
+        self._models: dict[str, LogisticRegression | str] = {}
+        for axis in AXES:
+            rows, labels = data.rows(axis)
+            if len(set(labels)) < 2:
+                self._models[axis] = labels[0] if labels else self._labels[axis][0]
+                continue
+            model = LogisticRegression(C=self.c, max_iter=3000, class_weight="balanced")
+            self._models[axis] = model.fit(matrix[rows], labels)
+
+    def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:
+        if not queries:
+            return []
+        matrix = self._features(np.vstack([q.vector for q in queries]), [q.issue.text for q in queries])
+        out: list[AxisDistributions] = [{} for _ in queries]
+        for axis, model in self._models.items():
+            if isinstance(model, str):
+                for dist in out:
+                    dist[axis] = normalise_distribution({model: 1.0}, self._labels[axis])
+                continue
+            for dist, row in zip(out, model.predict_proba(matrix), strict=True):
+                dist[axis] = normalise_distribution(dict(zip(model.classes_, row, strict=True)), self._labels[axis])
+        return out
+
+    def describe(self) -> dict[str, object]:
+        return {"name": self.name, "C": self.c, "tfidf_weight": self.tfidf_weight, "flag_weight": self.flag_weight}
+
+
+class EnsemblePredictor(Predictor):
+    """Weighted mean of the linear model and the neighbour vote."""
+
+    name = "ensemble"
+
+    def __init__(self, members: list[tuple[Predictor, float]]) -> None:
+        self.members = members
+
+    def fit(self, data: TrainingSet) -> None:
+        for member, _ in self.members:
+            member.fit(data)
+
+    def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:
+        outputs = [(member.predict_proba(queries), weight) for member, weight in self.members]
+        total = sum(weight for _, weight in self.members)
+        blended: list[AxisDistributions] = []
+        for i in range(len(queries)):
+            dist: AxisDistributions = {}
+            for axis in AXES:
+                labels = outputs[0][0][i][axis].keys()
+                dist[axis] = {label: sum(out[i][axis][label] * w for out, w in outputs) / total for label in labels}
+            blended.append(dist)
+        return blended
+
+    def describe(self) -> dict[str, object]:
+        return {"name": self.name, "members": [(m.describe(), w) for m, w in self.members]}
+
+
+@register("linear")
+def _linear(settings: Settings) -> Predictor:
+    return LinearPredictor()
+
+
+@register("ensemble")
+def _ensemble(settings: Settings) -> Predictor:
+    return EnsemblePredictor([(LinearPredictor(), 0.6), (KnnPredictor(k=settings.neighbours), 0.4)])
+
+
+@register("default")
+def _default(settings: Settings) -> Predictor:
+    predictor = _ensemble(settings)
+    predictor.name = "default"
+    return predictor

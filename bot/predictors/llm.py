@@ -1,0 +1,1 @@
+"""LLM predictor (placeholder)."""

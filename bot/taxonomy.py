@@ -1,0 +1,143 @@
+"""Taxonomies as versioned data: loaded from YAML and validated with pydantic."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from bot.errors import ConfigError
+from bot.paths import shipped_dir
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Value(_Strict):
+    id: str
+    definition: str | None = None
+    group: str | None = None
+    provenance: tuple[str, ...] = ()
+    checklist: tuple[str, ...] = ()
+    maps_to: str | None = None
+    aliases: tuple[str, ...] = ()
+
+
+class Axis(_Strict):
+    description: str
+    values: tuple[Value, ...]
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Axis:
+        seen: set[str] = set()
+        for value in self.values:
+            for name in (value.id, *value.aliases):
+                if name in seen:
+                    raise ValueError(f"duplicate id {name!r}")
+                seen.add(name)
+        return self
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(v.id for v in self.values)
+
+
+class Taxonomy(_Strict):
+    version: str
+    title: str
+    sources: dict[str, str] = {}
+    maps_onto: str | None = None
+    not_established: dict[str, tuple[str, ...]] = {}
+    axes: dict[str, Axis]
+
+    @model_validator(mode="after")
+    def _references_resolve(self) -> Taxonomy:
+        for axis_name, axis in self.axes.items():
+            for value in axis.values:
+                for source in value.provenance:
+                    if source not in self.sources:
+                        raise ValueError(f"axes.{axis_name}.{value.id}: provenance {source!r} is not in sources")
+        for axis_name, ids in self.not_established.items():
+            if axis_name not in self.axes:
+                raise ValueError(f"not_established names unknown axis {axis_name!r}")
+            for value_id in ids:
+                if value_id not in self.axes[axis_name].ids:
+                    raise ValueError(f"not_established.{axis_name}: {value_id!r} is not a value of that axis")
+        return self
+
+    def axis(self, name: str) -> Axis:
+        try:
+            return self.axes[name]
+        except KeyError:
+            raise ConfigError(f"taxonomy {self.version} has no axis {name!r}; it has {list(self.axes)}") from None
+
+    def ids(self, axis: str) -> tuple[str, ...]:
+        return self.axis(axis).ids
+
+    def value(self, axis: str, value_id: str) -> Value:
+        for value in self.axis(axis).values:
+            if value_id == value.id or value_id in value.aliases:
+                return value
+        raise ConfigError(f"{value_id!r} is not a {axis} of taxonomy {self.version}")
+
+    def canonical(self, axis: str, value_id: str) -> str | None:
+        """The id that `value_id` (an id or an alias) names, or None when it is not in the axis."""
+        for value in self.axis(axis).values:
+            if value_id == value.id or value_id in value.aliases:
+                return value.id
+        return None
+
+    def predictable(self, axis: str) -> tuple[str, ...]:
+        """The values a predictor may output: all but the 'not established' markers."""
+        skip = set(self.not_established.get(axis, ()))
+        return tuple(i for i in self.ids(axis) if i not in skip)
+
+    def is_established(self, axis: str, value_id: str | None) -> bool:
+        return value_id is not None and value_id not in self.not_established.get(axis, ())
+
+
+def taxonomy_path(name: str) -> Path:
+    """A shipped taxonomy by version name (`ddl-v1`, `liu23`) or a path to a YAML file."""
+    candidate = Path(name)
+    if candidate.suffix in {".yaml", ".yml"}:
+        return candidate
+    return shipped_dir("taxonomy") / f"{name}.yaml"
+
+
+def load_taxonomy_file(path: Path) -> Taxonomy:
+    """Load and validate one taxonomy file; every problem names the file and the entry."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        shipped = sorted(p.stem for p in shipped_dir("taxonomy").glob("*.yaml"))
+        raise ConfigError(f"{path}: taxonomy file not found; shipped taxonomies: {shipped}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    try:
+        taxonomy = Taxonomy.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<top>'}: {err['msg']}" for err in exc.errors())
+        raise ConfigError(f"{path}: invalid taxonomy: {problems}") from None
+    if taxonomy.maps_onto:
+        _check_mapping(path, taxonomy, load_taxonomy(taxonomy.maps_onto))
+    return taxonomy
+
+
+def _check_mapping(path: Path, taxonomy: Taxonomy, target: Taxonomy) -> None:
+    for axis_name, axis in taxonomy.axes.items():
+        for value in axis.values:
+            if value.maps_to is None:
+                continue
+            if axis_name not in target.axes or value.maps_to not in target.ids(axis_name):
+                raise ConfigError(f"{path}: axes.{axis_name}.{value.id}: maps_to {value.maps_to!r} is not a "
+                                  f"{axis_name} of {target.version}")
+
+
+@cache
+def load_taxonomy(name: str = "ddl-v1") -> Taxonomy:
+    """A taxonomy by version name or path, loaded once per process."""
+    return load_taxonomy_file(taxonomy_path(name))

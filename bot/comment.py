@@ -17,7 +17,7 @@ MAX_SIMILAR = 5
 FOOTER = ("<sub>Automated suggestion by ddl-triage from similar labelled issues; it may be wrong and changes "
           "nothing on this issue. Maintainers: correct it with a comment `/triage AXIS=VALUE` "
           "(for example `/triage symptom=hang_timeout`), or re-run it with `/triage`.</sub>")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
 
 
 def escape_markdown(text: str, limit: int = 120) -> str:
@@ -25,6 +25,7 @@ def escape_markdown(text: str, limit: int = 120) -> str:
     text = " ".join(text.split())
     if len(text) > limit:
         text = text[: limit - 1] + "…"
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     text = text.replace("@", "@\u200b")  # a zero-width space after @ stops a mention
     return re.sub(r"(?i)(https?|www)(:|\.)", "\\1\u200b\\2", text)

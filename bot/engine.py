@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -17,7 +18,7 @@ from bot.domain import Case, Issue, TriageResult
 from bot.embedding import Embedder, EmbeddingCache
 from bot.normalise import NormalisedIssue, normalise
 from bot.policy import Calibrator, decide, fit_calibrator, out_of_fold
-from bot.predictors.base import Predictor, Query, TrainingSet, make_predictor
+from bot.predictors.base import Predictor, Query, TrainingSet, make_predictor, predictor_names
 from bot.retrieval import CaseIndex
 from bot.settings import AXES, Settings
 from bot.taxonomy import Taxonomy, load_taxonomy
@@ -47,7 +48,8 @@ class Engine:
 
     @property
     def model_id(self) -> str:
-        return f"{self.embedder.model_id}+{self.predictor.name}"
+        llm = self.predictor.describe().get("model")
+        return f"{self.embedder.model_id}+{self.predictor.name}" + (f"({llm})" if llm else "")
 
     def triage(self, issue: Issue) -> TriageResult:
         return self.triage_many([issue])[0]
@@ -102,10 +104,13 @@ def fit_engine(settings: Settings, cases: list[Case], *, embedder: Embedder, pre
     name = predictor_name or settings.predictor
     training, normalised = build_training_set(cases, taxonomy, embedder, settings.use_silver, progress)
 
-    def make() -> Predictor:
-        return make_predictor(name, settings)
+    predictor = make_predictor(name, settings)
+    proxy = predictor.calibration_proxy()
 
-    predictor = make()
+    def make() -> Predictor:
+        # A fresh, unfitted copy of the predictor that calibration cross-validates.
+        return copy.deepcopy(proxy) if proxy is not predictor else make_predictor(name, settings)
+
     key = _fit_key(settings, training, predictor, embedder.model_id, calibrate)
     cached = _load_fitted(settings.cache_dir, key) if use_cache and predictor.cacheable else None
     if cached is not None:
@@ -133,6 +138,9 @@ def build_engine(settings: Settings, case_files: Sequence[Path] | None = None, p
                  progress: Progress | None = None) -> Engine:
     """The engine the bot and the CLI use: the case base from the gold files, the configured predictor."""
     taxonomy = load_taxonomy(settings.taxonomy)
+    name = predictor_name or settings.predictor
+    if name not in predictor_names():  # fail before the slow part
+        make_predictor(name, settings)
     report = LoadReport()
     files = list(case_files) if case_files else default_case_files(settings.data_dir)
     cases = load_case_base(files, taxonomy, report)

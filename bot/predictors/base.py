@@ -92,6 +92,10 @@ class Predictor(ABC):
         """What identifies this predictor's configuration in results files."""
         return {"name": self.name}
 
+    def calibration_proxy(self) -> Predictor:
+        """The predictor whose cross-validated scores calibrate this one (itself, unless too costly)."""
+        return self
+
 
 PredictorFactory = Callable[[Settings], Predictor]
 _REGISTRY: dict[str, PredictorFactory] = {}

@@ -1,0 +1,68 @@
+"""The service's errors: rejected deliveries (an HTTP status) and GitHub failures (whether to retry)."""
+
+from __future__ import annotations
+
+from bot.errors import TriageError
+
+
+class ServiceError(TriageError):
+    """Base of the webhook service's errors."""
+
+
+class DeliveryRejected(ServiceError):
+    """A webhook delivery that is refused; `status` is the HTTP answer, `outcome` the metrics label."""
+
+    status = 400
+    outcome = "invalid"
+
+
+class SignatureError(DeliveryRejected):
+    status = 401
+    outcome = "bad_signature"
+
+
+class PayloadTooLarge(DeliveryRejected):
+    status = 413
+    outcome = "too_large"
+
+
+class MalformedPayload(DeliveryRejected):
+    """The body is not a JSON object, or a required header is missing."""
+
+
+class PayloadFieldError(DeliveryRejected):
+    """A well-formed payload that lacks a field the service needs, or has it with the wrong type."""
+
+    status = 422
+
+    def __init__(self, field: str, problem: str = "is missing") -> None:
+        super().__init__(f"payload field {field!r} {problem}")
+        self.field = field
+
+
+class GitHubError(ServiceError):
+    """A call to GitHub's API failed; the subclass says whether and when to retry."""
+
+
+class RateLimited(GitHubError):
+    """GitHub asked us to slow down (403/429 with retry-after or an exhausted rate limit)."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class TransientGitHubError(GitHubError):
+    """A 5xx answer or a network error: worth retrying with backoff."""
+
+
+class PermanentGitHubError(GitHubError):
+    """A 4xx answer that a retry will not change (missing permission, unknown repository)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NotFound(PermanentGitHubError):
+    """GitHub answered 404."""

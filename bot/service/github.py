@@ -1,0 +1,268 @@
+"""The one module that knows GitHub: webhook payload shapes, REST URLs (through PyGithub) and its errors."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import requests
+from github import Auth, Github, GithubException, GithubIntegration
+from github.IssueComment import IssueComment
+
+from bot.comment import has_marker
+from bot.domain import Issue
+from bot.service.credentials import AppCredentials
+from bot.service.errors import (
+    NotFound,
+    PayloadFieldError,
+    PermanentGitHubError,
+    RateLimited,
+    TransientGitHubError,
+)
+from bot.service.events import Comment, IssueSnapshot, PostedComment, WebhookEvent
+
+log = logging.getLogger(__name__)
+
+TOKEN_MARGIN_S = 300.0  # renew an installation token five minutes before GitHub expires it
+DEFAULT_RATE_LIMIT_WAIT_S = 60.0
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+TIMEOUT_S = 15
+
+# --- webhook payloads -------------------------------------------------------------------------------------
+
+
+def payload_action(payload: dict[str, Any]) -> str:
+    """The delivery's `action` ("" for events without one)."""
+    action = payload.get("action", "")
+    if not isinstance(action, str):
+        raise PayloadFieldError("action", "is not a string")
+    return action
+
+
+def parse_event(event: str, payload: dict[str, Any]) -> WebhookEvent:
+    """An `issues` or `issue_comment` payload as a domain event; a missing field raises PayloadFieldError."""
+    issue = _get(payload, "issue", dict)
+    sender = _get(payload, "sender", dict)
+    repo = _get(payload, "repository.full_name", str)
+    number = _get(payload, "issue.number", int)
+    installation = payload.get("installation")
+    return WebhookEvent(
+        event=event, action=payload_action(payload), repo=repo, number=number,
+        installation_id=_get(payload, "installation.id", int) if isinstance(installation, dict) else None,
+        sender=_get(payload, "sender.login", str), sender_is_bot=sender.get("type") == "Bot",
+        is_pull_request=bool(issue.get("pull_request")),
+        issue=_issue(issue, repo, number), issue_state=str(issue.get("state") or "open"),
+        issue_labels=_label_names(issue.get("labels")),
+        comment=_comment(payload) if event == "issue_comment" else None)
+
+
+def _get(payload: dict[str, Any], path: str, kind: type) -> Any:
+    value: Any = payload
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value or value[part] is None:
+            raise PayloadFieldError(path)
+        value = value[part]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise PayloadFieldError(path, f"is not a {kind.__name__}")
+    return value
+
+
+def _issue(issue: dict[str, Any], repo: str, number: int) -> Issue:
+    title = issue.get("title")
+    if not isinstance(title, str):
+        raise PayloadFieldError("issue.title")
+    return Issue(id=f"{repo}#{number}", title=title, body=str(issue.get("body") or ""), repo=repo,
+                 number=number, url=issue.get("html_url"))
+
+
+def _comment(payload: dict[str, Any]) -> Comment:
+    user = _get(payload, "comment.user", dict)
+    return Comment(id=_get(payload, "comment.id", int), body=str(payload["comment"].get("body") or ""),
+                   author=_get(payload, "comment.user.login", str), author_is_bot=user.get("type") == "Bot",
+                   author_association=payload["comment"].get("author_association"))
+
+
+def _label_names(labels: object) -> list[str]:
+    if not isinstance(labels, list):
+        return []
+    return [str(label["name"]) for label in labels if isinstance(label, dict) and "name" in label]
+
+
+# --- errors -----------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def github_errors(what: str) -> Iterator[None]:
+    """Translate PyGithub's and requests' exceptions into the service's retry-aware errors."""
+    try:
+        yield
+    except GithubException as exc:
+        raise translate(exc.status, exc.headers or {}, exc.data, what) from None
+    except requests.RequestException as exc:
+        raise TransientGitHubError(f"{what}: network error ({type(exc).__name__})") from None
+
+
+def translate(status: int, headers: dict[str, str], data: object, what: str) -> Exception:
+    """The domain error for one failed API answer."""
+    message = data.get("message", "") if isinstance(data, dict) else str(data or "")
+    text = f"{what}: GitHub answered {status} {message}".rstrip()
+    wait = rate_limit_wait(status, {k.lower(): v for k, v in headers.items()}, str(message))
+    if wait is not None:
+        return RateLimited(text, wait)
+    if status >= 500:
+        return TransientGitHubError(text)
+    return NotFound(text, status) if status == 404 else PermanentGitHubError(text, status)
+
+
+def rate_limit_wait(status: int, headers: dict[str, str], message: str) -> float | None:
+    """Seconds GitHub asks us to wait, or None when the answer is not a rate limit."""
+    if status not in (403, 429):
+        return None
+    if "retry-after" in headers:
+        return _retry_after(headers["retry-after"])
+    if headers.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in headers:
+        try:
+            return max(0.0, float(headers["x-ratelimit-reset"]) - time.time()) + 1.0
+        except ValueError:
+            return DEFAULT_RATE_LIMIT_WAIT_S
+    if status == 429 or "rate limit" in message.lower():
+        return DEFAULT_RATE_LIMIT_WAIT_S  # a secondary limit without a header: wait at least a minute
+    return None
+
+
+def _retry_after(value: str) -> float:
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:  # the HTTP-date form
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return DEFAULT_RATE_LIMIT_WAIT_S
+
+
+# --- the REST API -----------------------------------------------------------------------------------------
+
+
+def _client_options(api_url: str) -> dict[str, Any]:
+    # retry=0 and no PyGithub throttling: the worker owns retries, backoff and the write interval.
+    return {"base_url": api_url, "retry": 0, "timeout": TIMEOUT_S, "seconds_between_requests": None,
+            "seconds_between_writes": None}
+
+
+class GitHubApp:
+    """The App: a JWT buys installation tokens, cached until shortly before they expire."""
+
+    def __init__(self, credentials: AppCredentials, write_interval_s: float = 1.0) -> None:
+        self.api_url = credentials.api_url
+        self._integration = GithubIntegration(auth=Auth.AppAuth(credentials.app_id, credentials.private_key),
+                                              **_client_options(credentials.api_url))
+        self._write_interval_s = write_interval_s
+        self._lock = threading.Lock()
+        self._clients: dict[int, tuple[float, InstallationClient]] = {}
+        self._last_write: dict[int, float] = {}
+
+    def installation(self, installation_id: int) -> InstallationClient:
+        """A client acting as one installation (a token is fetched only when none is cached)."""
+        with self._lock:
+            cached = self._clients.get(installation_id)
+            if cached and cached[0] - TOKEN_MARGIN_S > time.time():
+                return cached[1]
+        with github_errors(f"installation {installation_id} token"):
+            grant = self._integration.get_access_token(installation_id)
+        client = InstallationClient(Github(auth=Auth.Token(grant.token), lazy=True,
+                                           **_client_options(self.api_url)),
+                                    lambda: self._pace_write(installation_id))
+        with self._lock:
+            self._clients[installation_id] = (grant.expires_at.timestamp(), client)
+        return client
+
+    def _pace_write(self, installation_id: int) -> None:
+        """At most one write per `write_interval_s` per installation (GitHub's guidance for bots)."""
+        with self._lock:
+            now = time.monotonic()
+            due = self._last_write.get(installation_id, 0.0) + self._write_interval_s
+            self._last_write[installation_id] = max(now, due)
+        if due > now:
+            time.sleep(due - now)
+
+
+class InstallationClient:
+    """Reads and the few writes the bot makes, as one installation; never deletes, never edits the issue."""
+
+    def __init__(self, gh: Github, pace_write: Callable[[], None]) -> None:
+        self._gh = gh
+        self._pace_write = pace_write
+
+    def read_issue(self, repo: str, number: int) -> IssueSnapshot:
+        with github_errors(f"read {repo}#{number}"):
+            issue = self._gh.get_repo(repo).get_issue(number)
+            return IssueSnapshot(
+                issue=Issue(id=f"{repo}#{number}", title=issue.title, body=issue.body or "", repo=repo,
+                            number=number, url=issue.html_url),
+                state=issue.state, is_pull_request=issue.pull_request is not None,
+                labels=[label.name for label in issue.labels])
+
+    def read_file(self, repo: str, path: str) -> str | None:
+        """A text file of the default branch, or None when it does not exist."""
+        try:
+            with github_errors(f"read {repo}/{path}"):
+                content = self._gh.get_repo(repo).get_contents(path)
+                if isinstance(content, list):
+                    raise PermanentGitHubError(f"{repo}/{path} is a directory, not a file")
+                return content.decoded_content.decode("utf-8", errors="replace")
+        except NotFound:
+            return None
+
+    def find_bot_comment(self, repo: str, number: int) -> Comment | None:
+        """The bot's own comment on the issue, found by its hidden marker."""
+        found = self._bot_comment(repo, number)
+        if found is None:
+            return None
+        return Comment(id=found.id, body=found.body, author=found.user.login, author_is_bot=True)
+
+    def upsert_comment(self, repo: str, number: int, body: str) -> PostedComment:
+        """Edit the bot's comment in place, or create it; an unchanged body is not written again."""
+        existing = self._bot_comment(repo, number)
+        if existing is not None and existing.body == body:
+            return PostedComment(id=existing.id, created=False, changed=False)
+        self._pace_write()
+        if existing is not None:
+            with github_errors(f"edit comment {existing.id} on {repo}#{number}"):
+                existing.edit(body)
+            return PostedComment(id=existing.id, created=False, changed=True)
+        with github_errors(f"comment on {repo}#{number}"):
+            created = self._gh.get_repo(repo).get_issue(number).create_comment(body)
+        return PostedComment(id=created.id, created=True, changed=True)
+
+    def _bot_comment(self, repo: str, number: int) -> IssueComment | None:
+        with github_errors(f"list comments of {repo}#{number}"):
+            for comment in self._gh.get_repo(repo).get_issue(number).get_comments():
+                if comment.user.type == "Bot" and has_marker(comment.body):
+                    return comment
+        return None
+
+    def add_labels(self, repo: str, number: int, wanted: list[str], present: list[str]) -> list[str]:
+        """Add those of `wanted` that the repository has and the issue lacks; returns what was added."""
+        with github_errors(f"labels of {repo}"):
+            existing = {label.name.casefold(): label.name for label in self._gh.get_repo(repo).get_labels()}
+        have = {name.casefold() for name in present}
+        to_add = list(dict.fromkeys(existing[name.casefold()] for name in wanted
+                                    if name.casefold() in existing and name.casefold() not in have))
+        if to_add:
+            self._pace_write()
+            with github_errors(f"label {repo}#{number}"):
+                self._gh.get_repo(repo).get_issue(number).add_to_labels(*to_add)
+        return to_add
+
+    def can_write(self, repo: str, user: str) -> bool:
+        """Whether `user` has write access (or more) to the repository."""
+        try:
+            with github_errors(f"permission of {user} on {repo}"):
+                return self._gh.get_repo(repo).get_collaborator_permission(user) in WRITE_PERMISSIONS
+        except NotFound:
+            return False

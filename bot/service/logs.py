@@ -1,0 +1,68 @@
+"""Structured logs: one JSON object a line, carrying the delivery id, with secrets redacted."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+delivery_var: ContextVar[str | None] = ContextVar("delivery", default=None)
+
+# Tokens GitHub issues (ghs_, ghp_, gho_, ghu_, ghr_, github_pat_), JWTs and PEM keys never reach a log.
+_SECRETS = re.compile(r"(gh[pousr]_[A-Za-z0-9]{8,}|github_pat_[A-Za-z0-9_]{8,}|eyJ[\w-]{8,}\.[\w-]+\.[\w-]+|"
+                      r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----)")
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "delivery"}
+
+
+@contextmanager
+def bind_delivery(delivery_id: str | None) -> Iterator[None]:
+    """Every log line inside carries `delivery_id`."""
+    token = delivery_var.set(delivery_id)
+    try:
+        yield
+    finally:
+        delivery_var.reset(token)
+
+
+class DeliveryFilter(logging.Filter):
+    """Stamps each record with the delivery being handled (set per request and per job)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "delivery", None) is None:
+            record.__dict__["delivery"] = delivery_var.get()
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """`{"ts", "level", "logger", "msg", "delivery", ...extra}` on one line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, object] = {"ts": round(record.created, 3), "level": record.levelname.lower(),
+                                    "logger": record.name, "msg": record.getMessage()}
+        delivery = getattr(record, "delivery", None)
+        if delivery:
+            entry["delivery"] = delivery
+        entry.update({k: v for k, v in vars(record).items() if k not in _STANDARD})
+        if record.exc_info:
+            entry["error"] = self.formatException(record.exc_info)
+        return redact(json.dumps(entry, default=str, ensure_ascii=False))
+
+
+def redact(text: str) -> str:
+    return _SECRETS.sub("[redacted]", text)
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """JSON lines on stderr for the service process (uvicorn's own loggers included)."""
+    handler = logging.StreamHandler()
+    handler.addFilter(DeliveryFilter())
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).handlers[:] = []
+        logging.getLogger(name).propagate = True

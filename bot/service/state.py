@@ -1,0 +1,80 @@
+"""What the lifespan owns, in one object the routes and the worker share; and the service's own knobs."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from bot.engine import Engine, build_engine
+from bot.service.github import GitHubApp
+from bot.service.metrics import Metrics
+from bot.service.store import Store
+from bot.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServiceOptions:
+    """Knobs of the service that are not (yet) in Settings; tests shorten the waits."""
+
+    max_body_bytes: int = 5 * 1024 * 1024  # issue payloads are a few KB; GitHub caps deliveries at 25 MB
+    retry_base_s: float = 2.0
+    retry_max_s: float = 900.0
+    run_worker: bool = True
+    shutdown_timeout_s: float = 10.0
+
+
+class EngineSlot:
+    """The engine, ready at once when injected, else built in the background so intake starts at once."""
+
+    def __init__(self, engine: Engine | None = None) -> None:
+        self.engine = engine
+        self.error: str | None = None
+        self.ready = threading.Event()
+        if engine is not None:
+            self.ready.set()
+
+    def load_in_background(self, settings: Settings) -> None:
+        threading.Thread(target=self._load, args=(settings,), name="ddl-triage-engine", daemon=True).start()
+
+    def _load(self, settings: Settings) -> None:
+        try:
+            self.engine = build_engine(settings)
+            log.info("case base loaded", extra={"cases": len(self.engine.index)})
+            self.ready.set()
+        except Exception as exc:  # the health check reports it; intake keeps storing deliveries
+            self.error = f"{type(exc).__name__}: {exc}"
+            log.exception("the engine could not be built")
+
+
+@dataclass
+class ServiceState:
+    """The long-lived resources of one app instance."""
+
+    settings: Settings
+    options: ServiceOptions
+    store: Store
+    metrics: Metrics
+    engine: EngineSlot
+    github: GitHubApp | None
+    wake_worker: threading.Event = field(default_factory=threading.Event)
+    worker_alive: Callable[[], bool] = lambda: False
+
+    @property
+    def shadow(self) -> bool:
+        """Decisions are stored, not posted: asked for, or no App credentials to post with."""
+        return self.settings.shadow or self.github is None
+
+
+def _state(request: Request) -> ServiceState:
+    state: ServiceState = request.app.state.service
+    return state
+
+
+StateDep = Annotated[ServiceState, Depends(_state)]

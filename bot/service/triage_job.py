@@ -1,0 +1,60 @@
+"""The triage job: read the issue, triage it, and post (or, in shadow mode, store) the one comment."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from bot.comment import render_comment
+from bot.service.events import Decision, IssueSnapshot, PostedComment, WebhookEvent
+from bot.service.feedback import apply_corrections
+from bot.service.repo_config import apply_thresholds, label_names
+from bot.service.router import JobContext, Router
+
+log = logging.getLogger(__name__)
+
+router = Router()
+
+
+@router.register("issues", "opened", "edited", "reopened")
+def handle_issue(ctx: JobContext, event: WebhookEvent) -> str:
+    return triage_issue(ctx, event)
+
+
+def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
+    """Triage the issue as it is now and upsert the bot's comment; returns the outcome."""
+    config = ctx.repo_config(event.repo)
+    if not config.enabled:
+        return "disabled by the repository's config"
+    snapshot = (ctx.client.read_issue(event.repo, event.number) if ctx.client
+                else IssueSnapshot.from_event(event))
+    if snapshot.is_pull_request:
+        return "pull request"
+    if snapshot.state != "open":
+        return "issue is closed"
+    started = time.perf_counter()
+    result = ctx.engine.triage(snapshot.issue)
+    ctx.state.metrics.triage_seconds.observe(time.perf_counter() - started)
+    result = apply_corrections(apply_thresholds(result, config.thresholds),
+                               ctx.state.store.corrections(event.repo, event.number))
+    body = render_comment(result, ctx.engine.taxonomy, axes=config.axes)
+    shadow = ctx.shadow or config.shadow
+    posted: PostedComment | None = None
+    added: list[str] = []
+    if not shadow and ctx.client is not None:
+        posted = ctx.client.upsert_comment(event.repo, event.number, body)
+        wanted = label_names(config, result)
+        if wanted:
+            added = ctx.client.add_labels(event.repo, event.number, wanted, snapshot.labels)
+    ctx.state.store.save_decision(Decision(
+        delivery_id=ctx.delivery_id, repo=event.repo, number=event.number, event=event.event,
+        action=event.action, shadow=shadow, posted=posted is not None,
+        comment_id=posted.id if posted else None, labels_added=added,
+        predictions={axis: p.model_dump() for axis, p in result.predictions.items()},
+        neighbours=[{"id": n.id, "url": n.url, "score": round(n.score, 4)} for n in result.neighbours],
+        comment=body))
+    if posted is None:
+        return "stored (shadow mode)"
+    if posted.created:
+        return "comment created"
+    return "comment edited" if posted.changed else "comment unchanged"

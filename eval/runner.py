@@ -1,0 +1,175 @@
+"""Running a benchmark with the bot's own engine: fit per split, triage each test record, score, describe."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.domain import Case
+from bot.embedding import Embedder, EmbeddingCache
+from bot.engine import ENGINE_VERSION, fit_engine
+from bot.settings import AXES, Settings
+from bot.taxonomy import Taxonomy, load_taxonomy
+from eval import provenance
+from eval.data import LoadedSet, file_sha256, load_set
+from eval.progress import Reporter
+from eval.scoring import Sample, sample_record, score_samples
+from eval.splits import Embedded, Split, cv_splits, transfer_split
+from eval.task import RunConfig
+
+RESULTS_SCHEMA = 1  # bump when the layout of results.json changes
+SETTINGS_RECORDED = {"taxonomy", "embedding_model", "neighbours", "thresholds", "use_silver", "seed", "llm",
+                     "llm_base_url", "llm_max_tokens", "llm_timeout_s"}
+MAX_NOTED_PROBLEMS = 10
+
+
+@dataclass
+class Context:
+    config: RunConfig
+    settings: Settings
+    taxonomy: Taxonomy
+    embedder: Embedder
+    reporter: Reporter
+
+
+def count_steps(config: RunConfig) -> int:
+    """Fit-and-predict steps of a run, for the progress bar."""
+    per_dataset = 1 if config.mode == "transfer" else config.folds
+    return len(config.datasets) * len(config.predictors) * per_dataset
+
+
+def run_benchmark(config: RunConfig, settings: Settings, reporter: Reporter,
+                  command: str = "") -> dict[str, object]:
+    """Every dataset of the config through every predictor; the self-describing results object."""
+    started, clock = dt.datetime.now(dt.UTC), time.monotonic()
+    settings = settings.model_copy(update={"seed": config.seed})
+    taxonomy = load_taxonomy(settings.taxonomy)
+    embedder = Embedder(settings.embedding_model, EmbeddingCache(settings.cache_dir / "embeddings.sqlite3"))
+    context = Context(config, settings, taxonomy, embedder, reporter)
+    evaluations = [evaluate_dataset(context, dataset) for dataset in config.datasets]
+    return {
+        "schema": RESULTS_SCHEMA, "command": command, "created_utc": started.isoformat(timespec="seconds"),
+        "duration_s": round(time.monotonic() - clock, 1),
+        "config": {**config.model_dump(mode="json"), "mode": config.mode,
+                   "settings": settings.model_dump(mode="json", include=SETTINGS_RECORDED)},
+        "seeds": {"folds": config.seed, "bootstrap": config.seed, "engine_calibration": settings.seed},
+        "provenance": {
+            "git": provenance.git_revision(), "packages": provenance.package_versions(),
+            "machine": provenance.machine(), "engine_version": ENGINE_VERSION,
+            "taxonomy": provenance.taxonomy_record(settings.taxonomy, taxonomy.version),
+            "prompts": provenance.prompt_versions(), "embedding_model": settings.embedding_model,
+            "data_files": _data_files(config),
+        },
+        "evaluations": evaluations,
+    }
+
+
+def evaluate_dataset(ctx: Context, dataset: Path) -> dict[str, object]:
+    """One dataset: load, split without leakage, run every predictor, score."""
+    data = _load(ctx, dataset)
+    if ctx.config.mode == "transfer":
+        other_paths, rule = ctx.config.train_on, "train_on (transfer: all of it is the case base)"
+    else:
+        other_paths, rule = ctx.config.extra_cases_for(dataset)
+    others = [_load(ctx, path) for path in other_paths]
+    tested = Embedded.of(data.cases, ctx.embedder)
+    base = Embedded.of(_distinct(others), ctx.embedder)
+    if ctx.config.mode == "transfer":
+        splits, leakage = transfer_split(tested, base, ctx.config.near_duplicate_cosine)
+    else:
+        splits, leakage = cv_splits(tested, base, ctx.config.folds, ctx.config.seed,
+                                    ctx.config.near_duplicate_cosine)
+    hashes = dict(zip(tested.ids, tested.hashes, strict=True))
+    order = {case_id: i for i, case_id in enumerate(tested.ids)}
+    return {
+        "dataset": str(dataset), "name": dataset.name, "mode": ctx.config.mode,
+        "case_base_files": [str(p) for p in other_paths], "case_base_rule": rule,
+        "folds": len(splits), "data": {"test": data.summary(), "case_base": [o.summary() for o in others]},
+        "leakage": leakage,
+        "predictors": {name: evaluate_predictor(ctx, name, dataset.name, splits, hashes, order)
+                       for name in ctx.config.predictors},
+    }
+
+
+def evaluate_predictor(ctx: Context, name: str, dataset: str, splits: Sequence[Split], hashes: dict[str, str],
+                       order: dict[str, int]) -> dict[str, object]:
+    """Fit `name` on each split's case base and triage its test records, as the bot would."""
+    samples: list[Sample] = []
+    timing = {"fit_s": 0.0, "predict_s": 0.0}
+    usage: dict[str, float] | None = None
+    described: dict[str, object] = {}
+    model_id = ""
+    for split in splits:
+        ctx.reporter.begin(f"{dataset} {name} fold {split.fold + 1}/{len(splits)}")
+        clock = time.monotonic()
+        engine = fit_engine(ctx.settings, split.train, embedder=ctx.embedder, predictor_name=name,
+                            taxonomy=ctx.taxonomy, calibrate=True, use_cache=ctx.config.fit_cache,
+                            progress=ctx.reporter.engine)
+        timing["fit_s"] += time.monotonic() - clock
+        clock = time.monotonic()
+        results = engine.triage_many(split.test, progress=ctx.reporter.engine)
+        timing["predict_s"] += time.monotonic() - clock
+        samples += [sample_record(case, result, split.fold, hashes[case.id])
+                    for case, result in zip(split.test, results, strict=True)]
+        usage = add_usage(usage, getattr(engine.predictor, "usage", None))
+        described, model_id = engine.predictor.describe(), engine.model_id
+        ctx.reporter.end()
+    samples.sort(key=lambda s: order[s["id"]])
+    thresholds = {axis: ctx.settings.threshold(axis) for axis in AXES}
+    return {
+        "describe": described, "model_id": model_id, "usage": usage,
+        "timing": {k: round(v, 2) for k, v in timing.items()},
+        "fallbacks": sum(s["fallback"] is not None for s in samples),
+        "axes": score_samples(samples, ctx.taxonomy, thresholds, seed=ctx.config.seed,
+                              resamples=ctx.config.bootstrap_resamples),
+        "samples": samples,
+    }
+
+
+def add_usage(total: dict[str, float] | None, more: object) -> dict[str, float] | None:
+    """Sum the numeric counters (calls, cache hits, tokens, latency) an LLM predictor reports per fold."""
+    if not isinstance(more, dict):
+        return total
+    merged = dict(total or {})
+    for key, value in more.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            merged[str(key)] = round(merged.get(str(key), 0) + value, 3)
+    return merged
+
+
+def _load(ctx: Context, path: Path) -> LoadedSet:
+    loaded = load_set(path, ctx.taxonomy)
+    for problem in loaded.problems[:MAX_NOTED_PROBLEMS]:
+        ctx.reporter.note(f"eval: warning: {problem}")
+    if len(loaded.problems) > MAX_NOTED_PROBLEMS:
+        ctx.reporter.note(f"eval: warning: {path}: {len(loaded.problems) - MAX_NOTED_PROBLEMS} more problems "
+                          "(all of them are listed in results.json)")
+    if loaded.skipped_lines or loaded.no_text or loaded.duplicate_ids:
+        ctx.reporter.note(f"eval: {path}: {len(loaded.cases)} records used; skipped {loaded.skipped_lines} "
+                          f"bad lines, {loaded.no_text} records without text, "
+                          f"{loaded.duplicate_ids} duplicate ids")
+    return loaded
+
+
+def _distinct(sets: Sequence[LoadedSet]) -> list[Case]:
+    """The cases of several files, first occurrence of an id kept."""
+    seen: set[str] = set()
+    out: list[Case] = []
+    for loaded in sets:
+        for case in loaded.cases:
+            if case.id not in seen:
+                seen.add(case.id)
+                out.append(case)
+    return out
+
+
+def _data_files(config: RunConfig) -> dict[str, dict[str, object]]:
+    """sha256 and size of every file the run read."""
+    paths = [*config.datasets, *config.train_on]
+    for dataset in config.datasets:
+        paths += config.extra_cases_for(dataset)[0]
+    return {str(p): {"sha256": file_sha256(p), "bytes": p.stat().st_size} for p in dict.fromkeys(paths)
+            if p.is_file()}

@@ -1,0 +1,74 @@
+"""Train/test splits of a benchmark: k folds of one dataset, or one dataset against another (transfer)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bot.domain import Case
+from bot.embedding import Embedder, text_hash
+from bot.normalise import normalise
+from eval.folds import assign_folds, leaking_rows, near_duplicate_groups
+
+
+@dataclass
+class Split:
+    """One fit-and-predict round: the case base the engine learns from and the records it predicts."""
+
+    fold: int
+    train: list[Case]
+    test: list[Case]
+    dropped_extra: int = 0  # extra / training cases left out because they copy a test record
+
+
+@dataclass
+class Embedded:
+    """Cases with the text the engine embeds, its hash and its embedding (one row per case)."""
+
+    cases: list[Case]
+    hashes: list[str]
+    vectors: np.ndarray
+
+    @classmethod
+    def of(cls, cases: Sequence[Case], embedder: Embedder) -> Embedded:
+        texts = [normalise(c).text for c in cases]
+        vectors = embedder.embed(texts) if texts else np.zeros((0, 1), dtype=np.float32)
+        return cls(list(cases), [text_hash(t) for t in texts], vectors)
+
+    @property
+    def ids(self) -> list[str]:
+        return [c.id for c in self.cases]
+
+
+def cv_splits(data: Embedded, extra: Embedded, folds: int, seed: int, threshold: float
+              ) -> tuple[list[Split], dict[str, object]]:
+    """k folds with near-duplicates kept together; extra cases join every case base, minus copies."""
+    groups = near_duplicate_groups(data.vectors, threshold)
+    fold_of = assign_folds(groups, folds, seed)
+    splits = []
+    for fold in range(folds):
+        test_rows = [i for i, f in enumerate(fold_of) if f == fold]
+        leaking = leaking_rows(data.vectors[test_rows], [data.ids[i] for i in test_rows], extra.vectors,
+                               extra.ids, threshold)
+        train = [c for i, c in enumerate(data.cases) if fold_of[i] != fold]
+        train += [c for j, c in enumerate(extra.cases) if j not in leaking]
+        splits.append(Split(fold, train, [data.cases[i] for i in test_rows], len(leaking)))
+    multi = [g for g in groups if len(g) > 1]
+    info = {"near_duplicate_cosine": threshold, "near_duplicate_groups": len(multi),
+            "records_in_groups": sum(len(g) for g in multi),
+            "fold_sizes": [len(s.test) for s in splits],
+            "extra_dropped_per_fold": [s.dropped_extra for s in splits]}
+    return splits, info
+
+
+def transfer_split(data: Embedded, train: Embedded, threshold: float
+                   ) -> tuple[list[Split], dict[str, object]]:
+    """All of `train` (minus copies of test records) as the case base, all of `data` as the test set."""
+    leaking = leaking_rows(data.vectors, data.ids, train.vectors, train.ids, threshold)
+    kept = [c for j, c in enumerate(train.cases) if j not in leaking]
+    split = Split(0, kept, list(data.cases), len(leaking))
+    info = {"near_duplicate_cosine": threshold, "fold_sizes": [len(data.cases)],
+            "train_dropped_as_copies": len(leaking)}
+    return [split], info

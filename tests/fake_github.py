@@ -1,0 +1,295 @@
+"""GitHub, both directions, for tests: a recording REST API on 127.0.0.1 and signed webhook deliveries.
+
+`FakeGitHub` speaks enough of the REST API for PyGithub (App tokens, issues, comments, contents, labels,
+permissions), checks the App's JWT and the installation tokens, records every request, and can be told
+to fail the next requests to a path (a status and headers, or a dropped connection).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from bot.service.signature import sign_body
+
+PAYLOADS = Path(__file__).parent / "payloads"
+BOT_LOGIN = "ddl-triage[bot]"
+DROP = 0  # a "status" that closes the connection without an answer
+
+
+@cache
+def app_private_key() -> str:
+    """A throwaway RSA key for the App's JWT (made once per test session)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption()).decode()
+
+
+def public_key(private_pem: str) -> Any:
+    return serialization.load_pem_private_key(private_pem.encode(), password=None).public_key()
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: str
+    body: Any
+    authorization: str
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class FakeRepo:
+    full_name: str
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+    permissions: dict[str, str] = field(default_factory=dict)
+
+
+class FakeGitHub:
+    """A recording stand-in for api.github.com; state lives in plain dicts the tests inspect."""
+
+    def __init__(self, app_id: int = 4242, token_ttl_s: float = 3600.0) -> None:
+        self.app_id = app_id
+        self.private_key = app_private_key()
+        self._public_key = public_key(self.private_key)
+        self.token_ttl_s = token_ttl_s
+        self.repos: dict[str, FakeRepo] = {}
+        self.comments: dict[int, dict[str, Any]] = {}
+        self.requests: list[Recorded] = []
+        self.tokens: dict[str, int] = {}
+        self._failures: dict[tuple[str, str], list[tuple[int, dict[str, str]]]] = {}
+        self._lock = threading.Lock()
+        self._next_id = 1000
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    @contextmanager
+    def running(self) -> Iterator[FakeGitHub]:
+        thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+
+    # --- arranging ----------------------------------------------------------------------------------------
+
+    def add_repo(self, full_name: str, labels: list[str] | None = None, config: str | None = None,
+                 permissions: dict[str, str] | None = None) -> FakeRepo:
+        repo = FakeRepo(full_name, labels=list(labels or []), permissions=dict(permissions or {}))
+        if config is not None:
+            repo.files[".github/ddl-triage.yml"] = config
+        self.repos[full_name] = repo
+        return repo
+
+    def add_issue(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Make the API agree with a webhook payload's issue (as GitHub's would)."""
+        repo = self.repos[payload["repository"]["full_name"]]
+        issue = copy.deepcopy(payload["issue"])
+        issue["url"] = f"{self.base_url}/repos/{repo.full_name}/issues/{issue['number']}"
+        issue["comments_url"] = issue["url"] + "/comments"
+        repo.issues[issue["number"]] = issue
+        return issue
+
+    def add_comment(self, repo: str, number: int, body: str, login: str = "maintainer", kind: str = "User") -> int:
+        with self._lock:
+            self._next_id += 1
+            comment_id = self._next_id
+        self.comments[comment_id] = self._comment_json(repo, number, comment_id, body, login, kind)
+        return comment_id
+
+    def fail(self, method: str, path: str, *answers: tuple[int, dict[str, str]]) -> None:
+        """The next requests to `method path` get these answers (status, headers) instead of the real one."""
+        self._failures.setdefault((method, path), []).extend(answers)
+
+    # --- inspecting ---------------------------------------------------------------------------------------
+
+    def comments_on(self, repo: str, number: int) -> list[dict[str, Any]]:
+        return [c for c in self.comments.values() if c["_repo"] == repo and c["_number"] == number]
+
+    def bot_comments(self, repo: str, number: int) -> list[dict[str, Any]]:
+        return [c for c in self.comments_on(repo, number) if c["user"]["login"] == BOT_LOGIN]
+
+    def writes(self) -> list[Recorded]:
+        """Every request that is not a read, App token requests excepted."""
+        return [r for r in self.requests if r.method != "GET" and not r.path.startswith("/app/")]
+
+    def assert_nothing_destructive(self) -> None:
+        """No DELETE, no edit of an issue (its state, title, body or labels), ever."""
+        for r in self.requests:
+            assert r.method != "DELETE", f"DELETE {r.path}"
+            assert not (r.method in ("PATCH", "PUT") and "/issues/comments/" not in r.path), f"{r.method} {r.path}"
+
+    # --- serving ------------------------------------------------------------------------------------------
+
+    def answer(self, method: str, path: str, query: str, body: Any, auth: str) -> tuple[int, dict[str, str], Any]:
+        with self._lock:
+            self.requests.append(Recorded(method, path, query, body, auth))
+            queued = self._failures.get((method, path))
+            failure = queued.pop(0) if queued else None
+        if failure is not None:
+            status, headers = failure
+            return status, headers, {"message": "Server Error" if status >= 500 else "You have exceeded a "
+                                     "secondary rate limit. Please wait a few minutes before you try again."}
+        parts = path.strip("/").split("/")
+        if parts[:2] == ["app", "installations"] and method == "POST":
+            return self._access_token(int(parts[2]), auth)
+        if not self._token_ok(auth):
+            return 401, {}, {"message": "Bad credentials"}
+        if parts[0] != "repos" or len(parts) < 3 or "/".join(parts[1:3]) not in self.repos:
+            return 404, {}, {"message": "Not Found"}
+        return self._repo_route(self.repos["/".join(parts[1:3])], method, parts[3:], body)
+
+    def _access_token(self, installation_id: int, auth: str) -> tuple[int, dict[str, str], Any]:
+        try:
+            claims = jwt.decode(auth.removeprefix("Bearer "), self._public_key, algorithms=["RS256"])
+        except jwt.PyJWTError as exc:
+            return 401, {}, {"message": f"A JSON web token could not be decoded ({exc})"}
+        if str(claims.get("iss")) != str(self.app_id):
+            return 401, {}, {"message": "Integration not found"}
+        token = f"ghs_{uuid.uuid4().hex}"
+        self.tokens[token] = installation_id
+        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + self.token_ttl_s))
+        return 201, {}, {"token": token, "expires_at": expires, "permissions": {"issues": "write"},
+                         "repository_selection": "selected"}
+
+    def _token_ok(self, auth: str) -> bool:
+        scheme, _, token = auth.partition(" ")
+        return scheme.lower() in ("token", "bearer") and token in self.tokens
+
+    def _repo_route(self, repo: FakeRepo, method: str, rest: list[str], body: Any
+                    ) -> tuple[int, dict[str, str], Any]:
+        route = (method, *("{n}" if part.isdigit() else part for part in rest))
+        if route == ("GET",):
+            return 200, {}, {"id": 1, "name": repo.full_name.split("/")[1], "full_name": repo.full_name,
+                             "url": f"{self.base_url}/repos/{repo.full_name}", "default_branch": "main"}
+        if route[:2] == ("GET", "contents"):
+            return self._contents(repo, "/".join(rest[1:]))
+        if route == ("GET", "labels"):
+            return 200, {}, [self._label(repo, name) for name in repo.labels]
+        if method == "GET" and len(rest) == 3 and rest[0] == "collaborators" and rest[2] == "permission":
+            permission = repo.permissions.get(rest[1])
+            if permission is None:
+                return 404, {}, {"message": "Not Found"}
+            return 200, {}, {"permission": permission, "user": {"login": rest[1], "type": "User"}}
+        if route == ("PATCH", "issues", "comments", "{n}") and int(rest[2]) in self.comments:
+            comment = self.comments[int(rest[2])]
+            comment["body"] = body["body"]
+            return 200, {}, _public(comment)
+        if len(rest) >= 2 and rest[0] == "issues" and rest[1].isdigit() and int(rest[1]) in repo.issues:
+            return self._issue_route(repo, repo.issues[int(rest[1])], route[3:], method, body)
+        return 404, {}, {"message": "Not Found"}
+
+    def _issue_route(self, repo: FakeRepo, issue: dict[str, Any], rest: tuple[str, ...], method: str,
+                     body: Any) -> tuple[int, dict[str, str], Any]:
+        number = issue["number"]
+        if (method, *rest) == ("GET",):
+            return 200, {}, issue
+        if (method, *rest) == ("GET", "comments"):
+            return 200, {}, [_public(c) for c in self.comments_on(repo.full_name, number)]
+        if (method, *rest) == ("POST", "comments"):
+            comment_id = self.add_comment(repo.full_name, number, body["body"], BOT_LOGIN, "Bot")
+            return 201, {}, _public(self.comments[comment_id])
+        if (method, *rest) == ("POST", "labels"):
+            names = body if isinstance(body, list) else body.get("labels", [])
+            unknown = [n for n in names if n not in repo.labels]
+            if unknown:  # real GitHub would create them; the bot must never rely on that
+                return 422, {}, {"message": f"labels {unknown} do not exist"}
+            issue["labels"] += [self._label(repo, n) for n in names
+                                if n not in {x["name"] for x in issue["labels"]}]
+            return 200, {}, issue["labels"]
+        return 404, {}, {"message": "Not Found"}
+
+    def _contents(self, repo: FakeRepo, path: str) -> tuple[int, dict[str, str], Any]:
+        if path not in repo.files:
+            return 404, {}, {"message": "Not Found"}
+        data = repo.files[path].encode()
+        return 200, {}, {"type": "file", "encoding": "base64", "name": path.rsplit("/", 1)[-1], "path": path,
+                         "size": len(data), "sha": "0" * 40, "content": base64.b64encode(data).decode(),
+                         "url": f"{self.base_url}/repos/{repo.full_name}/contents/{path}"}
+
+    def _label(self, repo: FakeRepo, name: str) -> dict[str, Any]:
+        return {"id": abs(hash(name)) % 10**6, "name": name, "color": "ededed", "default": False,
+                "url": f"{self.base_url}/repos/{repo.full_name}/labels/{name}"}
+
+    def _comment_json(self, repo: str, number: int, comment_id: int, body: str, login: str,
+                      kind: str) -> dict[str, Any]:
+        return {"id": comment_id, "body": body, "_repo": repo, "_number": number,
+                "user": {"login": login, "id": abs(hash(login)) % 10**6, "type": kind},
+                "url": f"{self.base_url}/repos/{repo}/issues/comments/{comment_id}",
+                "html_url": f"https://github.com/{repo}/issues/{number}#issuecomment-{comment_id}",
+                "issue_url": f"{self.base_url}/repos/{repo}/issues/{number}",
+                "created_at": "2024-05-01T12:00:00Z", "updated_at": "2024-05-01T12:00:00Z"}
+
+
+def _public(comment: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in comment.items() if not k.startswith("_")}
+
+
+def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            body = json.loads(raw) if raw else None
+            path, _, query = self.path.partition("?")
+            status, headers, payload = fake.answer(self.command, path, query, body,
+                                                   self.headers.get("Authorization", ""))
+            if status == DROP:
+                self.close_connection = True
+                self.connection.close()
+                return
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Handler
+
+
+# --- the webhook direction ----------------------------------------------------------------------------------
+
+
+def load_payload(name: str) -> dict[str, Any]:
+    """A hand-made delivery body from tests/payloads (real GitHub shapes, made-up text)."""
+    data: dict[str, Any] = json.loads((PAYLOADS / f"{name}.json").read_text(encoding="utf-8"))
+    return data
+
+
+def signed_delivery(payload: dict[str, Any] | bytes, event: str, secret: str | None,
+                    delivery_id: str | None = None) -> tuple[bytes, dict[str, str]]:
+    """The body and headers GitHub would send for `payload`."""
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    headers = {"Content-Type": "application/json", "X-GitHub-Event": event,
+               "X-GitHub-Delivery": delivery_id or str(uuid.uuid4()), "User-Agent": "GitHub-Hookshot/test"}
+    if secret is not None:
+        headers["X-Hub-Signature-256"] = sign_body(secret, body)
+    return body, headers

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bot.domain import Case
+from bot.errors import PredictorError
+from bot.normalise import normalise
+from bot.predictors.base import Query, TrainingSet, make_predictor, predictor_names
+from bot.predictors.knn import KnnPredictor
+from bot.predictors.linear import LinearPredictor
+from bot.retrieval import CaseIndex
+from bot.settings import AXES, Settings
+from bot.taxonomy import Taxonomy
+
+LABELS = {"oom": ("out_of_memory", "distributed_feature_tuning"), "hang": ("hang_timeout", "communication_tuning")}
+
+
+def _toy(taxonomy: Taxonomy, n: int = 12) -> TrainingSet:
+    """Two well-separated groups of made-up cases on orthogonal unit vectors."""
+    cases, vectors, texts = [], [], []
+    for i in range(n):
+        kind = "oom" if i % 2 else "hang"
+        symptom, fix = LABELS[kind]
+        text = "CUDA out of memory on rank 0" if kind == "oom" else "collective timeout, the job hangs"
+        labels = {"kind": "bug_report", "stage": "training", "symptom": symptom, "root_cause": "unknown",
+                  "fix_pattern": fix}
+        cases.append(Case(id=f"t#{i}", title=text, body="", url=f"https://github.com/t/t/issues/{i}",
+                          labels=labels))
+        vec = np.zeros(4, dtype=np.float32)
+        vec[0 if kind == "oom" else 1] = 1.0
+        vec[2] = 0.01 * i
+        vectors.append(vec / np.linalg.norm(vec))
+        texts.append(text)
+    return TrainingSet.build(CaseIndex(cases, np.vstack(vectors)), texts, taxonomy, use_silver=True)
+
+
+def _query(data: TrainingSet, text: str, vec: list[float]) -> Query:
+    v = np.array(vec, dtype=np.float32)
+    return Query(issue=normalise(Case(title=text)), vector=v, hits=data.index.nearest(v[None, :], 5)[0])
+
+
+def test_an_unknown_predictor_name_lists_the_known_ones() -> None:
+    with pytest.raises(PredictorError, match=r"unknown predictor 'magic'.*'default'.*'knn'.*'linear'"):
+        make_predictor("magic", Settings())
+    assert {"majority", "tfidf", "knn", "linear", "default", "llm"} <= set(predictor_names())
+
+
+@pytest.mark.parametrize("predictor", [KnnPredictor(k=5), LinearPredictor()], ids=["knn", "linear"])
+def test_predictors_recover_separable_labels(taxonomy: Taxonomy, predictor) -> None:  # type: ignore[no-untyped-def]
+    data = _toy(taxonomy)
+    predictor.fit(data)
+    oom, hang = predictor.predict_proba([_query(data, "CUDA out of memory on rank 0", [1, 0, 0, 0]),
+                                         _query(data, "collective timeout, the job hangs", [0, 1, 0, 0])])
+    assert max(oom["symptom"], key=oom["symptom"].get) == "out_of_memory"
+    assert max(hang["fix_pattern"], key=hang["fix_pattern"].get) == "communication_tuning"
+    for dist in (oom, hang):
+        assert set(dist) == set(AXES)
+        assert abs(sum(dist["symptom"].values()) - 1) < 1e-6
+        assert set(dist["symptom"]) == set(taxonomy.predictable("symptom"))
+
+
+def test_not_established_labels_never_become_training_targets(taxonomy: Taxonomy) -> None:
+    data = _toy(taxonomy)
+    assert set(data.targets["root_cause"]) == {None}
+    assert "unresolved" not in taxonomy.predictable("fix_pattern")
+
+
+def test_silver_guesses_teach_only_when_allowed(taxonomy: Taxonomy) -> None:
+    case = Case(id="s", labels={"root_cause": "unknown"}, silver={"root_cause": "api_misuse"})
+    index = CaseIndex([case], np.ones((1, 2), dtype=np.float32))
+    assert TrainingSet.build(index, [""], taxonomy, use_silver=True).targets["root_cause"] == ["api_misuse"]
+    assert TrainingSet.build(index, [""], taxonomy, use_silver=False).targets["root_cause"] == [None]

@@ -1,0 +1,218 @@
+"""The front door end to end: the real app, the real engine and worker, PyGithub against a fake GitHub."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
+
+from bot.comment import has_marker
+from bot.engine import Engine
+from bot.service.app import create_app
+from bot.service.state import ServiceOptions, ServiceState
+from bot.settings import Settings
+from tests.fake_github import FakeGitHub, load_payload, signed_delivery
+
+SECRET = "test-webhook-secret"
+REPO = "example-org/fastdist"
+COMMENTS = f"/repos/{REPO}/issues/42/comments"
+FAST = ServiceOptions(retry_base_s=0.05, retry_max_s=2.0, shutdown_timeout_s=10.0)
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    with FakeGitHub().running() as fake:
+        fake.add_repo(REPO, labels=["bug", "symptom:hang_timeout"],
+                      permissions={"bob-maintainer": "write", "alice-trainer": "read"})
+        yield fake
+        fake.assert_nothing_destructive()
+
+
+@pytest.fixture
+def app_settings(settings: Settings, github: FakeGitHub, tmp_path: Path) -> Settings:
+    return app_settings_for(settings, github, tmp_path)
+
+
+def app_settings_for(settings: Settings, github: FakeGitHub, tmp_path: Path, **overrides: Any) -> Settings:
+    """The session's settings, acting as the fake's App, with a fresh database and short waits."""
+    update: dict[str, Any] = {
+        "webhook_secret": SecretStr(SECRET), "github_app_id": github.app_id,
+        "github_private_key": SecretStr(github.private_key), "github_api_url": github.base_url,
+        "database_url": f"sqlite:///{tmp_path / 'service.sqlite3'}", "worker_poll_s": 0.02,
+        "write_interval_s": 0.0, "max_attempts": 4}
+    return settings.model_copy(update=update | overrides)
+
+
+@contextmanager
+def running_service(settings: Settings, engine: Engine | None, **options: Any) -> Iterator[TestClient]:
+    with TestClient(create_app(settings, engine=engine, options=replace(FAST, **options))) as client:
+        yield client
+
+
+def state_of(client: TestClient) -> ServiceState:
+    state: ServiceState = client.app.state.service  # type: ignore[attr-defined]
+    return state
+
+
+def deliver(client: TestClient, payload: dict[str, Any] | bytes, event: str = "issues",
+            delivery_id: str | None = None, secret: str | None = SECRET) -> Any:
+    body, headers = signed_delivery(payload, event, secret, delivery_id)
+    return client.post("/webhook", content=body, headers=headers)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def wait_idle(client: TestClient, timeout: float = 30.0) -> dict[str, int]:
+    """Wait until no job is queued or running; the job counts by status."""
+    store = state_of(client).store
+    wait_until(lambda: not {"queued", "running"} & set(store.job_counts()), timeout)
+    return store.job_counts()
+
+
+def opened(github: FakeGitHub, number: int = 42, **issue: Any) -> dict[str, Any]:
+    payload = load_payload("issues-opened")
+    payload["issue"].update(number=number, html_url=f"https://github.com/{REPO}/issues/{number}", **issue)
+    github.add_issue(payload)
+    return payload
+
+
+def test_signed_issue_opened_is_acknowledged_at_once_then_commented_once(
+        app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
+    with running_service(app_settings, engine) as client:
+        started = time.perf_counter()
+        response = deliver(client, opened(github))
+        assert time.perf_counter() - started < 1.0
+        assert response.status_code == 202 and response.json()["status"] == "queued"
+        assert wait_idle(client) == {"done": 1}
+    [comment] = github.comments_on(REPO, 42)
+    body = comment["body"]
+    assert comment["user"]["type"] == "Bot" and has_marker(body)
+    assert "ddl-triage suggestion" in body and "confidence" in body
+    assert "**Similar labelled issues:**" in body and "](https://github.com/" in body
+    assert not [r for r in github.writes() if r.path.endswith("/labels")], "labels are off by default"
+
+
+def test_redelivered_webhook_posts_no_second_comment(
+        app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
+    payload = opened(github)
+    with running_service(app_settings, engine) as client:
+        assert deliver(client, payload, delivery_id="d-1").status_code == 202
+        wait_idle(client)
+        again = deliver(client, payload, delivery_id="d-1")
+        assert again.status_code == 200 and again.json()["status"] == "duplicate"
+        assert wait_idle(client) == {"done": 1}
+    assert len(github.comments_on(REPO, 42)) == 1
+    assert len([r for r in github.writes() if r.path == COMMENTS]) == 1
+
+
+def test_edited_issue_updates_the_same_comment(app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
+    payload = opened(github)
+    with running_service(app_settings, engine) as client:
+        deliver(client, payload)
+        wait_idle(client)
+        [first] = github.comments_on(REPO, 42)
+        first_body = first["body"]
+        edited = load_payload("issues-edited")
+        edited["issue"]["body"] = payload["issue"]["body"].replace("torch 2.3.0", "torch 2.4.1")
+        github.add_issue(edited)
+        assert deliver(client, edited).status_code == 202
+        assert wait_idle(client) == {"done": 2}
+    [comment] = github.comments_on(REPO, 42)
+    assert comment["id"] == first["id"] and comment["body"] != first_body and "2.4.1" in comment["body"]
+    patches = [r for r in github.writes() if r.method == "PATCH"]
+    assert [r.path for r in patches] == [f"/repos/{REPO}/issues/comments/{first['id']}"]
+
+
+@pytest.mark.parametrize("secret", [None, "not-the-secret"], ids=["missing", "wrong"])
+def test_bad_or_missing_signature_gets_401_and_no_work(
+        app_settings: Settings, engine: Engine, github: FakeGitHub, secret: str | None) -> None:
+    with running_service(app_settings, engine) as client:
+        response = deliver(client, opened(github), secret=secret)
+        assert response.status_code == 401
+        body, headers = signed_delivery(opened(github), "issues", SECRET)
+        tampered = client.post("/webhook", content=body.replace(b"Training", b"Tr4ining"), headers=headers)
+        assert tampered.status_code == 401
+        time.sleep(0.1)
+        assert state_of(client).store.job_counts() == {}
+    assert github.requests == []
+
+
+def test_bot_issue_and_pull_request_get_nothing(app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
+    by_bot = opened(github)
+    by_bot["sender"] = by_bot["sender"] | {"login": "renovate[bot]", "type": "Bot"}
+    pull = opened(github, number=43)
+    pull["issue"]["pull_request"] = {"url": f"https://api.github.com/repos/{REPO}/pulls/43",
+                                     "html_url": f"https://github.com/{REPO}/pull/43", "merged_at": None}
+    with running_service(app_settings, engine) as client:
+        for payload in (by_bot, pull):
+            response = deliver(client, payload)
+            assert response.status_code == 202 and response.json()["status"] == "ignored"
+        time.sleep(0.1)
+        assert state_of(client).store.job_counts() == {}
+    assert github.requests == []
+
+
+def test_ping_and_events_the_bot_does_not_handle_get_a_2xx_and_no_work(
+        app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
+    with running_service(app_settings, engine) as client:
+        assert deliver(client, load_payload("ping"), event="ping").status_code == 200
+        labeled = deliver(client, load_payload("issues-labeled"))
+        push = deliver(client, {"ref": "refs/heads/main", "commits": []}, event="push")
+        assert (labeled.status_code, labeled.json()["status"]) == (202, "ignored")
+        assert (push.status_code, push.json()["status"]) == (202, "ignored")
+        assert state_of(client).store.job_counts() == {}
+    assert github.requests == []
+
+
+def test_bad_deliveries_get_a_clear_4xx_and_the_ones_around_them_are_processed(
+        app_settings: Settings, engine: Engine, github: FakeGitHub, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="bot.service")
+    first, last = opened(github, 42), opened(github, 43)
+    missing = copy.deepcopy(first)
+    del missing["issue"]["number"]
+    with running_service(app_settings, engine) as client:
+        assert deliver(client, first).status_code == 202
+        malformed = deliver(client, b'{"action": "opened", "issue": ')
+        assert malformed.status_code == 400 and "not JSON" in malformed.json()["error"]
+        not_object = deliver(client, b'["opened"]')
+        assert not_object.status_code == 400
+        incomplete = deliver(client, missing)
+        assert incomplete.status_code == 422 and "issue.number" in incomplete.json()["error"]
+        assert deliver(client, {"zen": "x"}, event="marketplace_purchase").status_code == 202
+        huge = deliver(client, b'{"pad": "' + b"x" * (10 * 1024 * 1024) + b'"}')
+        assert huge.status_code == 413
+        no_id = client.post("/webhook", content=b"{}", headers={"X-GitHub-Event": "issues",
+                            "X-Hub-Signature-256": signed_delivery(b"{}", "issues", SECRET)[1]["X-Hub-Signature-256"]})
+        assert no_id.status_code == 400
+        assert deliver(client, last).status_code == 202
+        assert wait_idle(client) == {"done": 2}
+        assert client.get("/healthz").status_code == 200
+    assert len(github.bot_comments(REPO, 42)) == 1 and len(github.bot_comments(REPO, 43)) == 1
+    rejected = [r.getMessage() for r in caplog.records if r.getMessage().startswith("delivery rejected")]
+    assert len(rejected) == 5 and any("413" in m for m in rejected) and any("issue.number" in m for m in rejected)
+    assert any("marketplace_purchase" in r.getMessage() for r in caplog.records)
+
+
+def test_the_bot_ignores_a_persons_comment_that_quotes_the_marker(
+        app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
+    payload = opened(github)
+    github.add_comment(REPO, 42, "<!-- ddl-triage v1 copied by hand -->\nsame here!", login="carol")
+    with running_service(app_settings, engine) as client:
+        deliver(client, payload)
+        wait_idle(client)
+    assert len(github.bot_comments(REPO, 42)) == 1
+    assert github.comments_on(REPO, 42)[0]["body"].endswith("same here!")

@@ -5,15 +5,21 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from pydantic import ValidationError
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from bot.domain import Issue
 from bot.errors import DataError, TriageError
+from bot.settings import Settings
+
+if TYPE_CHECKING:
+    from bot.engine import Engine
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Triage issues of distributed deep-learning frameworks (offline by default).")
@@ -31,25 +37,21 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
-def load_settings(data_dir: Path | None = None, predictor: str | None = None):  # type: ignore[no-untyped-def]
-    from pydantic import ValidationError
-
-    from bot.settings import Settings
-
+def load_settings(data_dir: Path | None = None, predictor: str | None = None) -> Settings:
     overrides = {k: v for k, v in {"data_dir": data_dir, "predictor": predictor}.items() if v is not None}
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        return Settings().model_copy(update=overrides)
     except ValidationError as exc:
         err = exc.errors()[0]
         fail(f"invalid setting DDL_TRIAGE_{str(err['loc'][0]).upper()}: {err['msg']}")
 
 
 @contextmanager
-def progress_bar(enabled: bool = True) -> Iterator:  # type: ignore[type-arg]
+def progress_bar(enabled: bool = True) -> Iterator[Callable[[str, int, int], None]]:
     """A rich progress bar on stderr, fed by the engine's (task, advance, total) callback."""
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    transient=True, disable=not enabled or not sys.stderr.isatty())
-    tasks: dict[str, int] = {}
+    tasks: dict[str, TaskID] = {}
 
     def update(task: str, advance: int, total: int) -> None:
         if task not in tasks:
@@ -60,7 +62,7 @@ def progress_bar(enabled: bool = True) -> Iterator:  # type: ignore[type-arg]
         yield update
 
 
-def _engine(settings, cases: list[Path] | None = None, predictor: str | None = None):  # type: ignore[no-untyped-def]
+def _engine(settings: Settings, cases: list[Path] | None = None, predictor: str | None = None) -> Engine:
     from bot.engine import build_engine
 
     with progress_bar() as update:
@@ -90,9 +92,7 @@ def triage(
         typer.echo(render_comment(result, engine.taxonomy))
 
 
-def _issue_from_args(file: Path | None, title: str | None, body: str | None):  # type: ignore[no-untyped-def]
-    from bot.domain import Issue
-
+def _issue_from_args(file: Path | None, title: str | None, body: str | None) -> Issue:
     if file is None:
         if title is None and body is None:
             fail("give an issue: a FILE, or --title and/or --body")

@@ -109,10 +109,10 @@ def _signal_lines(lines: list[str]) -> list[str]:
         stripped = RANK_PREFIX.sub("", line).strip()
         if not stripped or FRAME.match(stripped) or len(stripped) > 400:
             continue
-        if re.match(r"^[\w.]*(?:Error|Exception|Interrupt)\b:?", stripped) or (
-                SIGNAL.search(stripped) and not stripped.startswith(("#", "import ", "from "))):
-            if stripped not in found:
-                found.append(stripped)
+        is_exception = re.match(r"^[\w.]*(?:Error|Exception|Interrupt)\b:?", stripped)
+        is_signal = SIGNAL.search(stripped) and not stripped.startswith(("#", "import ", "from "))
+        if (is_exception or is_signal) and stripped not in found:
+            found.append(stripped)
     exceptions = [s for s in found if re.match(r"^[\w.]*(?:Error|Exception)\b", s)]
     return (exceptions + [s for s in found if s not in exceptions])[:MAX_SIGNAL_LINES]
 

@@ -28,7 +28,8 @@ def warm(engine: Engine, settings: Settings) -> Settings:
 
 
 def test_predict_reads_bad_input_says_what_it_skipped_and_predicts_the_rest(warm: Settings, tmp_path: Path) -> None:
-    log = "Training crashed.\n" + "step 1 loss 2.0 lr 1e-4\n" * 60000 + "RuntimeError: CUDA error: an illegal memory access"
+    log = ("Training crashed.\n" + "step 1 loss 2.0 lr 1e-4\n" * 60000
+           + "RuntimeError: CUDA error: an illegal memory access")
     lines = [
         json.dumps({"id": "empty", "title": "", "body": ""}).encode(),
         b"this is not json",

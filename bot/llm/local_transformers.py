@@ -55,13 +55,13 @@ class LocalChat:
         import torch
 
         started = time.perf_counter()
-        inputs = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
+        inputs: Any = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
                                                      return_dict=True)
         with torch.inference_mode():
             output = self._model.generate(**inputs, max_new_tokens=max_tokens, do_sample=False,
                                           pad_token_id=self._tokenizer.eos_token_id)
         prompt_len = inputs["input_ids"].shape[1]
-        text = self._tokenizer.decode(output[0][prompt_len:], skip_special_tokens=True)
+        text = str(self._tokenizer.decode(output[0][prompt_len:], skip_special_tokens=True))
         return Completion(text=text, prompt_tokens=int(prompt_len),
                           completion_tokens=int(output.shape[1] - prompt_len),
                           latency_s=time.perf_counter() - started)

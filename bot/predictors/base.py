@@ -80,7 +80,6 @@ class Predictor(ABC):
 
     name: str = "predictor"
     cacheable: bool = True  # a fitted copy may be pickled to disk and reused
-    last_fallbacks: list[str | None] = []  # per query of the last batch: why a fallback answered, if one did
 
     @abstractmethod
     def fit(self, data: TrainingSet) -> None: ...
@@ -91,6 +90,11 @@ class Predictor(ABC):
     def describe(self) -> dict[str, object]:
         """What identifies this predictor's configuration in results files."""
         return {"name": self.name}
+
+    @property
+    def last_fallbacks(self) -> list[str | None]:
+        """Per query of the last batch: why a fallback answered, if one did (empty when none can)."""
+        return []
 
     def calibration_proxy(self) -> Predictor:
         """The predictor whose cross-validated scores calibrate this one (itself, unless too costly)."""

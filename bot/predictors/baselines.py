@@ -7,8 +7,15 @@ from collections import Counter
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
-from bot.predictors.base import (AxisDistributions, Distribution, Predictor, Query, TrainingSet,
-                                 normalise_distribution, register)
+from bot.predictors.base import (
+    AxisDistributions,
+    Distribution,
+    Predictor,
+    Query,
+    TrainingSet,
+    normalise_distribution,
+    register,
+)
 from bot.settings import AXES, Settings
 
 

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-from bot.predictors.base import (AxisDistributions, Distribution, Predictor, Query, TrainingSet,
-                                 normalise_distribution, register)
+from bot.predictors.base import (
+    AxisDistributions,
+    Distribution,
+    Predictor,
+    Query,
+    TrainingSet,
+    normalise_distribution,
+    register,
+)
 from bot.settings import AXES, Settings
 
 

@@ -14,8 +14,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from bot.errors import LLMOutputError, PredictorError
 from bot.llm.base import ChatModel, Completion, Message, ResponseCache, make_chat_model
-from bot.predictors.base import (AxisDistributions, Predictor, Query, TrainingSet, normalise_distribution,
-                                 register)
+from bot.predictors.base import (
+    AxisDistributions,
+    Predictor,
+    Query,
+    TrainingSet,
+    normalise_distribution,
+    register,
+)
 from bot.predictors.linear import LinearPredictor
 from bot.prompts import PromptTemplate, load_prompt
 from bot.settings import AXES, Settings
@@ -28,7 +34,7 @@ PROMPT_NEIGHBOURS = 5
 
 def answer_model(taxonomy: Taxonomy) -> type[BaseModel]:
     """A pydantic model that accepts only taxonomy ids, one per axis, and no other keys."""
-    fields: dict[str, Any] = {axis: (Literal[taxonomy.predictable(axis)], ...) for axis in AXES}  # type: ignore[valid-type]
+    fields: dict[str, Any] = {axis: (Literal[taxonomy.predictable(axis)], ...) for axis in AXES}
     return create_model("TriageAnswer", __config__=ConfigDict(extra="forbid"), **fields)
 
 
@@ -63,7 +69,11 @@ class LLMPredictor(Predictor):
         self.max_tokens = max_tokens
         self.usage: dict[str, float] = {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0,
                                         "latency_s": 0.0, "fallbacks": 0, "retries": 0}
-        self.last_fallbacks = []
+        self._fallbacks: list[str | None] = []
+
+    @property
+    def last_fallbacks(self) -> list[str | None]:
+        return self._fallbacks
 
     def fit(self, data: TrainingSet) -> None:
         self.fallback.fit(data)
@@ -82,17 +92,17 @@ class LLMPredictor(Predictor):
 
     def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:
         base = self.fallback.predict_proba(queries)
-        self.last_fallbacks = []
+        self._fallbacks = []
         out: list[AxisDistributions] = []
         for query, dist in zip(queries, base, strict=True):
             try:
                 labels = self._ask(query)
             except (LLMOutputError, PredictorError) as exc:
                 self.usage["fallbacks"] += 1
-                self.last_fallbacks.append(f"{self.chat.model_id}: {exc}")
+                self._fallbacks.append(f"{self.chat.model_id}: {exc}")
                 out.append(dist)
                 continue
-            self.last_fallbacks.append(None)
+            self._fallbacks.append(None)
             out.append({axis: self._mix(axis, labels[axis], dist[axis]) for axis in AXES})
         return out
 

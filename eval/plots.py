@@ -9,13 +9,14 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
 
-from bot.settings import AXES  # noqa: E402
+from bot.settings import AXES
 
 DPI = 120
+LINE_STYLES: list[Any] = ["-", "--", "-.", (0, (1, 1)), "-", (0, (5, 1, 1, 1, 1, 1))]
 Metrics = Mapping[str, Any]
 
 
@@ -42,7 +43,7 @@ def confusion_figure(metrics: Metrics, title: str) -> Figure:
     ax.set_yticks(range(len(labels)), labels)
     for (i, j), count in np.ndenumerate(matrix):
         if count:
-            ax.text(j, i, int(count), ha="center", va="center", fontsize=8,
+            ax.text(j, i, str(int(count)), ha="center", va="center", fontsize=8,
                     color="white" if shares[i, j] > 0.6 else "black")
     ax.set_xlabel("predicted (top-1)")
     ax.set_ylabel("gold")
@@ -59,12 +60,14 @@ def coverage_figure(by_predictor: Mapping[str, Mapping[str, Metrics]], title: st
     figure, grid = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.6 * rows), squeeze=False)
     colours = _colours(list(by_predictor))
     for panel, axis in zip(grid.flat, axes_shown, strict=False):
-        for name, metrics in by_predictor.items():
+        for k, (name, metrics) in enumerate(by_predictor.items()):
             curve = metrics[axis].get("curve") or []
             if not curve:
                 continue
-            panel.plot([0.0] + [p["coverage"] for p in curve], [curve[0]["accuracy"]] + [p["accuracy"] for p in curve],
-                       drawstyle="steps-post", color=colours[name], label=name, linewidth=1.5)
+            # A dash pattern per predictor, earlier ones on top: identical curves (default = linear) stay visible.
+            panel.plot([p["coverage"] for p in curve], [p["accuracy"] for p in curve], color=colours[name],
+                       label=name, linewidth=1.8, linestyle=LINE_STYLES[k % len(LINE_STYLES)],
+                       zorder=10 - k, marker="." if len(curve) < 40 else None, markersize=4)
             if metrics[axis].get("precision_at_threshold") is not None:
                 panel.plot(metrics[axis]["coverage_at_threshold"], metrics[axis]["precision_at_threshold"], "o",
                            color=colours[name], markersize=6)
@@ -92,7 +95,7 @@ def f1_bars_figure(by_predictor: Mapping[str, Mapping[str, Metrics]], axis: str,
     classes = sorted(support, key=lambda c: (-support[c], c))
     names = list(by_predictor)
     height = 0.8 / max(len(names), 1)
-    figure, ax = plt.subplots(figsize=(8, 1.2 + 0.22 * len(classes) * max(len(names), 2)))
+    figure, ax = plt.subplots(figsize=(8, 1.2 + len(classes) * (0.1 * len(names) + 0.12)))
     colours = _colours(names)
     positions = np.arange(len(classes))
     for k, name in enumerate(names):
@@ -100,13 +103,37 @@ def f1_bars_figure(by_predictor: Mapping[str, Mapping[str, Metrics]], axis: str,
         values = [per_class.get(c, {}).get("f1", 0.0) for c in classes]
         ax.barh(positions + k * height, values, height=height, color=colours[name], label=name)
     ax.set_yticks(positions + height * (len(names) - 1) / 2, [f"{c} (n={support[c]})" for c in classes])
-    ax.invert_yaxis()
+    ax.set_ylim(len(classes) - height / 2 - 0.1, -height / 2 - 0.1)
     ax.set_xlim(0, 1)
     ax.set_xlabel("F1")
     ax.set_title(title, fontsize=10)
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08 - 0.6 / len(classes)), ncol=min(len(names), 6),
-              fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="predictor")
+    return figure
+
+
+def heatmap_figure(matrix: Sequence[Sequence[int]], rows: Sequence[str], columns: Sequence[str], title: str,
+                   max_columns: int = 30) -> Figure:
+    """Counts of row x column; beyond `max_columns` columns (by total) the rest are summed as `(other)`."""
+    counts = np.asarray(matrix, dtype=float).reshape(len(rows), len(columns))
+    names = list(columns)
+    if len(names) > max_columns:
+        order = np.argsort(-counts.sum(axis=0), kind="stable")
+        keep, rest = order[: max_columns - 1], order[max_columns - 1:]
+        counts = np.column_stack([counts[:, keep], counts[:, rest].sum(axis=1)])
+        names = [names[i] for i in keep] + [f"(other: {len(rest)} patterns)"]
+    figure, ax = plt.subplots(figsize=(2.5 + 0.38 * len(names), 1.8 + 0.3 * len(rows)))
+    image = ax.imshow(counts, cmap="YlOrRd", aspect="auto")
+    ax.set_xticks(range(len(names)), names, rotation=50, ha="right", rotation_mode="anchor", fontsize=8)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    for (i, j), count in np.ndenumerate(counts):
+        if count:
+            ax.text(j, i, str(int(count)), ha="center", va="center", fontsize=7,
+                    color="white" if count > 0.6 * counts.max() else "black")
+    ax.set_xlabel("fix pattern")
+    ax.set_ylabel("symptom")
+    ax.set_title(title, fontsize=10)
+    figure.colorbar(image, ax=ax, fraction=0.03, pad=0.02, label="records")
     return figure
 
 

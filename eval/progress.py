@@ -1,9 +1,8 @@
-"""Progress of a run on stderr: rich bars on a terminal, one plain line per finished step otherwise."""
+"""Progress of a run on stderr: rich bars on a terminal, one plain line per finished job otherwise."""
 
 from __future__ import annotations
 
 import sys
-import time
 from types import TracebackType
 
 from rich.console import Console
@@ -11,17 +10,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 
 class Reporter:
-    """Counts fit-and-predict steps of a run and relays the engine's (task, advance, total) callback."""
+    """Counts the fit-and-predict jobs of a run and relays the engine's (task, advance, total) callback."""
 
-    def __init__(self, total_steps: int, enabled: bool = True) -> None:
+    def __init__(self, total_jobs: int, enabled: bool = True) -> None:
         self.console = Console(stderr=True)
         self.live = enabled and self.console.is_terminal
+        self._quiet = not enabled
         self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                              TimeElapsedColumn(), console=self.console, transient=True, disable=not self.live)
-        self._steps: TaskID = self._bar.add_task("benchmark", total=total_steps)
+        self._jobs: TaskID = self._bar.add_task("benchmark", total=total_jobs)
         self._inner: TaskID = self._bar.add_task("", total=None, visible=False)
-        self._done, self._total, self._label, self._started = 0, total_steps, "", time.monotonic()
-        self._quiet, self._inner_name = not enabled, ""
+        self._done, self._total, self._inner_name = 0, total_jobs, ""
 
     def __enter__(self) -> Reporter:
         self._bar.__enter__()
@@ -31,28 +30,28 @@ class Reporter:
                  trace: TracebackType | None) -> None:
         self._bar.__exit__(kind, error, trace)
 
-    def begin(self, label: str) -> None:
-        """A fit-and-predict step starts (e.g. `ddl-dev.jsonl linear fold 2/5`)."""
-        self._label, self._started, self._inner_name = label, time.monotonic(), ""
-        self._bar.update(self._steps, description=label)
+    def status(self, text: str) -> None:
+        """What the run is doing now (loading, embedding, which jobs are running)."""
+        self._bar.update(self._jobs, description=text)
+        self._inner_name = ""
+        self._bar.update(self._inner, visible=False)
 
     def engine(self, task: str, advance: int, total: int) -> None:
-        """The engine's progress callback: shown as the second bar."""
+        """The engine's progress callback (inline jobs only), shown as a second bar."""
         if task != self._inner_name:
             self._inner_name = task
             self._bar.reset(self._inner, total=total, description=f"  {task}", visible=True)
         self._bar.update(self._inner, advance=advance, total=total)
 
-    def end(self) -> None:
+    def finished(self, label: str, seconds: float) -> None:
         self._done += 1
-        self._bar.update(self._steps, advance=1)
+        self._bar.update(self._jobs, advance=1)
         if not self.live and not self._quiet:
-            print(f"[{self._done}/{self._total}] {self._label}: {time.monotonic() - self._started:.1f} s",
-                  file=sys.stderr, flush=True)
+            print(f"[{self._done}/{self._total}] {label}: {seconds:.1f} s", file=sys.stderr, flush=True)
 
     def note(self, message: str) -> None:
         """A line the user must see (what was skipped), printed above the bars."""
         if self.live:
             self._bar.console.print(message, markup=False, highlight=False)
-        else:
+        elif not self._quiet or message.startswith("eval: warning"):
             print(message, file=sys.stderr, flush=True)

@@ -7,16 +7,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bot.domain import Case
-from bot.embedding import Embedder, EmbeddingCache
-from bot.engine import ENGINE_VERSION, fit_engine
+from bot.embedding import Embedder
+from bot.engine import ENGINE_VERSION
 from bot.settings import AXES, Settings
 from bot.taxonomy import Taxonomy, load_taxonomy
 from eval import provenance
 from eval.data import LoadedSet, file_sha256, load_set
+from eval.jobs import Job, JobOutput, JobRunner, make_embedder
 from eval.progress import Reporter
-from eval.scoring import Sample, sample_record, score_samples
+from eval.scoring import Sample, score_samples
 from eval.splits import Embedded, Split, cv_splits, transfer_split
 from eval.task import RunConfig
 
@@ -33,26 +35,27 @@ class Context:
     taxonomy: Taxonomy
     embedder: Embedder
     reporter: Reporter
+    jobs: JobRunner
 
 
-def count_steps(config: RunConfig) -> int:
-    """Fit-and-predict steps of a run, for the progress bar."""
+def count_jobs(config: RunConfig) -> int:
+    """Fit-and-predict jobs of a run, for the progress bar."""
     per_dataset = 1 if config.mode == "transfer" else config.folds
     return len(config.datasets) * len(config.predictors) * per_dataset
 
 
-def run_benchmark(config: RunConfig, settings: Settings, reporter: Reporter,
-                  command: str = "") -> dict[str, object]:
+def run_benchmark(config: RunConfig, settings: Settings, reporter: Reporter, *, workers: int = 1,
+                  command: str = "") -> dict[str, Any]:
     """Every dataset of the config through every predictor; the self-describing results object."""
     started, clock = dt.datetime.now(dt.UTC), time.monotonic()
     settings = settings.model_copy(update={"seed": config.seed})
     taxonomy = load_taxonomy(settings.taxonomy)
-    embedder = Embedder(settings.embedding_model, EmbeddingCache(settings.cache_dir / "embeddings.sqlite3"))
-    context = Context(config, settings, taxonomy, embedder, reporter)
-    evaluations = [evaluate_dataset(context, dataset) for dataset in config.datasets]
+    with JobRunner(workers) as jobs:
+        context = Context(config, settings, taxonomy, make_embedder(settings), reporter, jobs)
+        evaluations = [evaluate_dataset(context, dataset) for dataset in config.datasets]
     return {
         "schema": RESULTS_SCHEMA, "command": command, "created_utc": started.isoformat(timespec="seconds"),
-        "duration_s": round(time.monotonic() - clock, 1),
+        "duration_s": round(time.monotonic() - clock, 1), "workers": workers,
         "config": {**config.model_dump(mode="json"), "mode": config.mode,
                    "settings": settings.model_dump(mode="json", include=SETTINGS_RECORDED)},
         "seeds": {"folds": config.seed, "bootstrap": config.seed, "engine_calibration": settings.seed},
@@ -69,6 +72,7 @@ def run_benchmark(config: RunConfig, settings: Settings, reporter: Reporter,
 
 def evaluate_dataset(ctx: Context, dataset: Path) -> dict[str, object]:
     """One dataset: load, split without leakage, run every predictor, score."""
+    ctx.reporter.status(f"{dataset.name}: loading and embedding")
     data = _load(ctx, dataset)
     if ctx.config.mode == "transfer":
         other_paths, rule = ctx.config.train_on, "train_on (transfer: all of it is the case base)"
@@ -82,46 +86,43 @@ def evaluate_dataset(ctx: Context, dataset: Path) -> dict[str, object]:
     else:
         splits, leakage = cv_splits(tested, base, ctx.config.folds, ctx.config.seed,
                                     ctx.config.near_duplicate_cosine)
-    hashes = dict(zip(tested.ids, tested.hashes, strict=True))
+    outputs = run_jobs(ctx, dataset.name, splits, dict(zip(tested.ids, tested.hashes, strict=True)))
     order = {case_id: i for i, case_id in enumerate(tested.ids)}
     return {
         "dataset": str(dataset), "name": dataset.name, "mode": ctx.config.mode,
         "case_base_files": [str(p) for p in other_paths], "case_base_rule": rule,
         "folds": len(splits), "data": {"test": data.summary(), "case_base": [o.summary() for o in others]},
         "leakage": leakage,
-        "predictors": {name: evaluate_predictor(ctx, name, dataset.name, splits, hashes, order)
-                       for name in ctx.config.predictors},
+        "predictors": {name: summarise_predictor(ctx, outputs[name], order) for name in ctx.config.predictors},
     }
 
 
-def evaluate_predictor(ctx: Context, name: str, dataset: str, splits: Sequence[Split], hashes: dict[str, str],
-                       order: dict[str, int]) -> dict[str, object]:
-    """Fit `name` on each split's case base and triage its test records, as the bot would."""
-    samples: list[Sample] = []
-    timing = {"fit_s": 0.0, "predict_s": 0.0}
+def run_jobs(ctx: Context, dataset: str, splits: Sequence[Split], hashes: dict[str, str]
+             ) -> dict[str, list[JobOutput]]:
+    """Every predictor on every split; outputs grouped by predictor, in fold order."""
+    jobs = [Job(name, split, ctx.settings, hashes, ctx.config.fit_cache)
+            for name in ctx.config.predictors for split in splits]
+    running = "one at a time" if ctx.jobs.workers == 1 else f"{ctx.jobs.workers} at a time"
+    ctx.reporter.status(f"{dataset}: {len(jobs)} fit-and-predict jobs, {running}")
+    outputs: dict[str, list[JobOutput]] = {name: [] for name in ctx.config.predictors}
+    for job, output in ctx.jobs.run(jobs, ctx.embedder, ctx.reporter.engine):
+        outputs[job.predictor].append(output)
+        ctx.reporter.finished(f"{dataset} {job.predictor} fold {job.split.fold + 1}/{len(splits)}",
+                              output.fit_s + output.predict_s)
+    return {name: sorted(found, key=lambda o: o.fold) for name, found in outputs.items()}
+
+
+def summarise_predictor(ctx: Context, outputs: Sequence[JobOutput], order: dict[str, int]) -> dict[str, object]:
+    """Scores, timing, usage and per-sample predictions of one predictor over all splits."""
+    samples: list[Sample] = sorted((s for o in outputs for s in o.samples), key=lambda s: order[s["id"]])
     usage: dict[str, float] | None = None
-    described: dict[str, object] = {}
-    model_id = ""
-    for split in splits:
-        ctx.reporter.begin(f"{dataset} {name} fold {split.fold + 1}/{len(splits)}")
-        clock = time.monotonic()
-        engine = fit_engine(ctx.settings, split.train, embedder=ctx.embedder, predictor_name=name,
-                            taxonomy=ctx.taxonomy, calibrate=True, use_cache=ctx.config.fit_cache,
-                            progress=ctx.reporter.engine)
-        timing["fit_s"] += time.monotonic() - clock
-        clock = time.monotonic()
-        results = engine.triage_many(split.test, progress=ctx.reporter.engine)
-        timing["predict_s"] += time.monotonic() - clock
-        samples += [sample_record(case, result, split.fold, hashes[case.id])
-                    for case, result in zip(split.test, results, strict=True)]
-        usage = add_usage(usage, getattr(engine.predictor, "usage", None))
-        described, model_id = engine.predictor.describe(), engine.model_id
-        ctx.reporter.end()
-    samples.sort(key=lambda s: order[s["id"]])
+    for output in outputs:
+        usage = add_usage(usage, output.usage)
     thresholds = {axis: ctx.settings.threshold(axis) for axis in AXES}
     return {
-        "describe": described, "model_id": model_id, "usage": usage,
-        "timing": {k: round(v, 2) for k, v in timing.items()},
+        "describe": outputs[-1].describe, "model_id": outputs[-1].model_id, "usage": usage,
+        "timing": {"fit_s": round(sum(o.fit_s for o in outputs), 2),
+                   "predict_s": round(sum(o.predict_s for o in outputs), 2)},
         "fallbacks": sum(s["fallback"] is not None for s in samples),
         "axes": score_samples(samples, ctx.taxonomy, thresholds, seed=ctx.config.seed,
                               resamples=ctx.config.bootstrap_resamples),

@@ -9,6 +9,7 @@ import numpy as np
 
 from bot.domain import Case
 from bot.embedding import Embedder, text_hash
+from bot.errors import ConfigError
 from bot.normalise import normalise
 from eval.folds import assign_folds, leaking_rows, near_duplicate_groups
 
@@ -46,18 +47,22 @@ def cv_splits(data: Embedded, extra: Embedded, folds: int, seed: int, threshold:
               ) -> tuple[list[Split], dict[str, object]]:
     """k folds with near-duplicates kept together; extra cases join every case base, minus copies."""
     groups = near_duplicate_groups(data.vectors, threshold)
+    if len(groups) < folds:
+        raise ConfigError(f"{len(data.cases)} usable records ({len(groups)} after grouping near-duplicates) "
+                          f"cannot fill {folds} folds; use fewer --folds or a larger --dataset")
     fold_of = assign_folds(groups, folds, seed)
+    same_record = {j for j, case_id in enumerate(extra.ids) if case_id in set(data.ids)}  # the dataset's copy wins
     splits = []
     for fold in range(folds):
         test_rows = [i for i, f in enumerate(fold_of) if f == fold]
         leaking = leaking_rows(data.vectors[test_rows], [data.ids[i] for i in test_rows], extra.vectors,
                                extra.ids, threshold)
         train = [c for i, c in enumerate(data.cases) if fold_of[i] != fold]
-        train += [c for j, c in enumerate(extra.cases) if j not in leaking]
+        train += [c for j, c in enumerate(extra.cases) if j not in leaking | same_record]
         splits.append(Split(fold, train, [data.cases[i] for i in test_rows], len(leaking)))
     multi = [g for g in groups if len(g) > 1]
     info = {"near_duplicate_cosine": threshold, "near_duplicate_groups": len(multi),
-            "records_in_groups": sum(len(g) for g in multi),
+            "records_in_groups": sum(len(g) for g in multi), "extra_same_id_as_dataset": len(same_record),
             "fold_sizes": [len(s.test) for s in splits],
             "extra_dropped_per_fold": [s.dropped_extra for s in splits]}
     return splits, info

@@ -52,6 +52,7 @@ class RunConfig(_Strict):
 
     task: str | None = None
     task_version: int | None = None
+    overrides: tuple[str, ...] = ()  # fields of the task replaced on the command line
     datasets: tuple[Path, ...] = Field(min_length=1)
     extra_cases: tuple[Path, ...] | None = None  # None: DEFAULT_EXTRA_CASES applies
     train_on: tuple[Path, ...] = ()

@@ -1,8 +1,9 @@
-"""GitHub, both directions, for tests: a recording REST API on 127.0.0.1 and signed webhook deliveries.
+"""GitHub, both directions, for tests: a recording REST API on 127.0.0.1, and signed webhook deliveries.
 
 `FakeGitHub` speaks enough of the REST API for PyGithub (App tokens, issues, comments, contents, labels,
 permissions), checks the App's JWT and the installation tokens, records every request, and can be told
-to fail the next requests to a path (a status and headers, or a dropped connection).
+to fail the next requests to a path (a status and headers, or a dropped connection). The second half
+drives the real service as GitHub does: an App configured against the fake, signed deliveries, waits.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -24,11 +25,19 @@ from typing import Any
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
 
+from bot.engine import Engine
+from bot.service.app import create_app
 from bot.service.signature import sign_body
+from bot.service.state import ServiceOptions, ServiceState
+from bot.settings import Settings
 
 PAYLOADS = Path(__file__).parent / "payloads"
 BOT_LOGIN = "ddl-triage[bot]"
+SECRET = "test-webhook-secret"
+FAST = ServiceOptions(retry_base_s=0.05, retry_max_s=2.0, shutdown_timeout_s=10.0)
 DROP = 0  # a "status" that closes the connection without an answer
 
 
@@ -83,7 +92,7 @@ class FakeGitHub:
 
     @contextmanager
     def running(self) -> Iterator[FakeGitHub]:
-        thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
         thread.start()
         try:
             yield self
@@ -275,7 +284,60 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-# --- the webhook direction ----------------------------------------------------------------------------------
+# --- the webhook direction: driving the service as GitHub does -----------------------------------------------
+
+
+def app_settings_for(settings: Settings, github: FakeGitHub, db_dir: Path, **overrides: Any) -> Settings:
+    """`settings` acting as the fake's App, with a fresh database in `db_dir` and short waits."""
+    update: dict[str, Any] = {
+        "webhook_secret": SecretStr(SECRET), "github_app_id": github.app_id,
+        "github_private_key": SecretStr(github.private_key), "github_api_url": github.base_url,
+        "database_url": f"sqlite:///{db_dir / 'service.sqlite3'}", "worker_poll_s": 0.02,
+        "write_interval_s": 0.0, "max_attempts": 4}
+    return settings.model_copy(update=update | overrides)
+
+
+@contextmanager
+def running_service(settings: Settings, engine: Engine | None, **options: Any) -> Iterator[TestClient]:
+    """The real app (lifespan, worker and all) with the session's engine injected."""
+    with TestClient(create_app(settings, engine=engine, options=replace(FAST, **options))) as client:
+        yield client
+
+
+def state_of(client: TestClient) -> ServiceState:
+    state: ServiceState = client.app.state.service  # type: ignore[attr-defined]
+    return state
+
+
+def deliver(client: TestClient, payload: dict[str, Any] | bytes, event: str = "issues",
+            delivery_id: str | None = None, secret: str | None = SECRET) -> Any:
+    """POST a delivery as GitHub would (signed with `secret`; unsigned when it is None)."""
+    body, headers = signed_delivery(payload, event, secret, delivery_id)
+    return client.post("/webhook", content=body, headers=headers)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def wait_idle(client: TestClient, timeout: float = 30.0) -> dict[str, int]:
+    """Wait until no job is queued or running; the job counts by status."""
+    store = state_of(client).store
+    wait_until(lambda: not {"queued", "running"} & set(store.job_counts()), timeout)
+    return store.job_counts()
+
+
+def issue_payload(github: FakeGitHub, name: str = "issues-opened", number: int = 42,
+                  **issue: Any) -> dict[str, Any]:
+    """A delivery about issue `number`, with the fake's API agreeing about that issue."""
+    payload = load_payload(name)
+    repo = payload["repository"]["full_name"]
+    payload["issue"].update(number=number, html_url=f"https://github.com/{repo}/issues/{number}", **issue)
+    github.add_issue(payload)
+    return payload
 
 
 def load_payload(name: str) -> dict[str, Any]:

@@ -5,27 +5,30 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import replace
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
-from pydantic import SecretStr
 
 from bot.comment import has_marker
 from bot.engine import Engine
-from bot.service.app import create_app
-from bot.service.state import ServiceOptions, ServiceState
 from bot.settings import Settings
-from tests.fake_github import FakeGitHub, load_payload, signed_delivery
+from tests.fake_github import (
+    SECRET,
+    FakeGitHub,
+    app_settings_for,
+    deliver,
+    issue_payload,
+    load_payload,
+    running_service,
+    signed_delivery,
+    state_of,
+    wait_idle,
+)
 
-SECRET = "test-webhook-secret"
 REPO = "example-org/fastdist"
 COMMENTS = f"/repos/{REPO}/issues/42/comments"
-FAST = ServiceOptions(retry_base_s=0.05, retry_max_s=2.0, shutdown_timeout_s=10.0)
 
 
 @pytest.fixture
@@ -42,52 +45,8 @@ def app_settings(settings: Settings, github: FakeGitHub, tmp_path: Path) -> Sett
     return app_settings_for(settings, github, tmp_path)
 
 
-def app_settings_for(settings: Settings, github: FakeGitHub, tmp_path: Path, **overrides: Any) -> Settings:
-    """The session's settings, acting as the fake's App, with a fresh database and short waits."""
-    update: dict[str, Any] = {
-        "webhook_secret": SecretStr(SECRET), "github_app_id": github.app_id,
-        "github_private_key": SecretStr(github.private_key), "github_api_url": github.base_url,
-        "database_url": f"sqlite:///{tmp_path / 'service.sqlite3'}", "worker_poll_s": 0.02,
-        "write_interval_s": 0.0, "max_attempts": 4}
-    return settings.model_copy(update=update | overrides)
-
-
-@contextmanager
-def running_service(settings: Settings, engine: Engine | None, **options: Any) -> Iterator[TestClient]:
-    with TestClient(create_app(settings, engine=engine, options=replace(FAST, **options))) as client:
-        yield client
-
-
-def state_of(client: TestClient) -> ServiceState:
-    state: ServiceState = client.app.state.service  # type: ignore[attr-defined]
-    return state
-
-
-def deliver(client: TestClient, payload: dict[str, Any] | bytes, event: str = "issues",
-            delivery_id: str | None = None, secret: str | None = SECRET) -> Any:
-    body, headers = signed_delivery(payload, event, secret, delivery_id)
-    return client.post("/webhook", content=body, headers=headers)
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.02)
-
-
-def wait_idle(client: TestClient, timeout: float = 30.0) -> dict[str, int]:
-    """Wait until no job is queued or running; the job counts by status."""
-    store = state_of(client).store
-    wait_until(lambda: not {"queued", "running"} & set(store.job_counts()), timeout)
-    return store.job_counts()
-
-
 def opened(github: FakeGitHub, number: int = 42, **issue: Any) -> dict[str, Any]:
-    payload = load_payload("issues-opened")
-    payload["issue"].update(number=number, html_url=f"https://github.com/{REPO}/issues/{number}", **issue)
-    github.add_issue(payload)
-    return payload
+    return issue_payload(github, "issues-opened", number, **issue)
 
 
 def test_signed_issue_opened_is_acknowledged_at_once_then_commented_once(

@@ -80,7 +80,8 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
 async def _rejected(request: Request, exc: DeliveryRejected) -> JSONResponse:
     """A refused delivery: its status, a log line, a metric; the service carries on."""
     event = request.headers.get("x-github-event", "") or "-"
-    log.warning("delivery rejected (%d): %s", exc.status, exc, extra={"event": event})
+    log.warning("delivery rejected (%d): %s", exc.status, exc,
+                extra={"event": event, "delivery": request.headers.get("x-github-delivery")})
     state: ServiceState | None = getattr(request.app.state, "service", None)
     if state is not None:
         state.metrics.deliveries.labels(event=event, outcome=exc.outcome).inc()

@@ -102,7 +102,8 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '<top>'}: {err['msg']}"
                          for err in exc.errors())
-    return " ".join(str(exc).split())
+    prefix = "not valid YAML: " if isinstance(exc, yaml.YAMLError) else ""
+    return prefix + " ".join(str(exc).split())
 
 
 def apply_thresholds(result: TriageResult, thresholds: dict[str, float]) -> TriageResult:

@@ -1,0 +1,5 @@
+"""`python -m eval`."""
+
+from eval.cli import main
+
+main()

@@ -1,0 +1,209 @@
+"""`python -m eval`: run, report, describe, validate and list the benchmarks."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from pydantic import ValidationError
+
+from bot.errors import ConfigError, TriageError
+from bot.predictors import predictor_names
+from bot.settings import Settings
+from eval.task import RunConfig, default_predictors, load_task, task_config
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Benchmarks of ddl-triage on the gold datasets, with the bot's own engine.")
+
+Paths = Annotated[list[Path] | None, typer.Option(help="Repeatable.")]
+LLM_HINT = ("the llm predictor needs a backend: set DDL_TRIAGE_LLM (openai:MODEL with DDL_TRIAGE_LLM_API_KEY or "
+            "DDL_TRIAGE_LLM_BASE_URL, or local:/path/to/model)")
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    print(f"eval: error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def load_settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        fail(f"invalid setting DDL_TRIAGE_{str(err['loc'][0]).upper()}: {err['msg']}")
+
+
+@app.command()
+def run(
+    out: Annotated[Path, typer.Option(help="Directory for results.json, report.md and the PNG plots.")],
+    task: Annotated[str | None, typer.Option(help="A benchmark definition of eval/tasks (see `ls`).")] = None,
+    dataset: Annotated[list[Path] | None, typer.Option(help="Gold JSONL to test on (repeatable).")] = None,
+    extra_cases: Annotated[list[Path] | None, typer.Option(
+        help="Added to every fold's case base, never to a test part (repeatable). Default for ddl-dev.jsonl: "
+             "liu23.jsonl of the same directory.")] = None,
+    no_extra_cases: Annotated[bool, typer.Option(help="No extra cases, not even the default.")] = False,
+    train_on: Annotated[list[Path] | None, typer.Option(
+        help="Transfer: all of these files are the case base and every --dataset is tested whole (no folds).")] = None,
+    predictors: Annotated[str | None, typer.Option(
+        help="Comma-separated predictor names (default: majority,tfidf,knn,linear,default, plus llm when "
+             "DDL_TRIAGE_LLM is set).")] = None,
+    folds: Annotated[int | None, typer.Option(help="Cross-validation folds (default 5).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of folds, calibration and bootstrap (default 0).")] = None,
+    bootstrap: Annotated[int | None, typer.Option(help="Bootstrap resamples (default 1000).")] = None,
+    jobs: Annotated[int, typer.Option(help="Worker processes (default: CPU count). Same numbers at any value.")]
+        = 0,
+    fit_cache: Annotated[bool, typer.Option(help="Reuse fitted predictors cached by content.")] = True,
+    quiet: Annotated[bool, typer.Option(help="No progress output.")] = False,
+) -> None:
+    """Cross-validate (or transfer) every predictor and write results.json, report.md and plots."""
+    from eval.progress import Reporter
+    from eval.report import headline_table, write_outputs
+    from eval.runner import count_jobs, run_benchmark
+
+    settings = load_settings()
+    config = build_config(settings, task=task, dataset=dataset, extra_cases=extra_cases,
+                          no_extra_cases=no_extra_cases, train_on=train_on, predictors=predictors, folds=folds,
+                          seed=seed, bootstrap=bootstrap, fit_cache=fit_cache)
+    total = count_jobs(config)
+    workers = max(1, min(jobs or os.cpu_count() or 1, total))
+    with Reporter(total, enabled=not quiet) as reporter:
+        results = run_benchmark(config, settings, reporter, workers=workers,
+                                command=shlex.join(["python", "-m", "eval", *sys.argv[1:]]))
+    written = write_outputs(results, out)
+    for evaluation in results["evaluations"]:
+        print(f"## {evaluation['name']} ({evaluation['mode']}): macro-F1 [95% CI]\n")
+        print("\n".join(headline_table(evaluation)) + "\n")
+        _say_skipped(evaluation)
+    print(f"eval: wrote {len(written)} files to {out} in {results['duration_s']} s", file=sys.stderr)
+
+
+def build_config(settings: Settings, *, task: str | None, dataset: list[Path] | None,
+                 extra_cases: list[Path] | None, no_extra_cases: bool, train_on: list[Path] | None,
+                 predictors: str | None, folds: int | None, seed: int | None, bootstrap: int | None,
+                 fit_cache: bool) -> RunConfig:
+    """The RunConfig of a definition (if any) with the command-line flags applied on top."""
+    overrides: dict[str, Any] = {}
+    if dataset:
+        overrides["datasets"] = tuple(dataset)
+    if extra_cases or no_extra_cases:
+        overrides["extra_cases"] = () if no_extra_cases else tuple(extra_cases or ())
+    if train_on:
+        overrides["train_on"] = tuple(train_on)
+    if predictors:
+        overrides["predictors"] = tuple(p.strip() for p in predictors.split(",") if p.strip())
+    for key, value in {"folds": folds, "seed": seed, "bootstrap_resamples": bootstrap}.items():
+        if value is not None:
+            overrides[key] = value
+    names = overrides.get("predictors", ())
+    if unknown := [n for n in names if n not in predictor_names()]:
+        raise ConfigError(f"unknown predictors {unknown}; choose from {predictor_names()} (--predictors)")
+    if "llm" in names and not settings.llm:
+        raise ConfigError(LLM_HINT)
+    try:
+        if task:
+            base = task_config(load_task(task), settings.data_dir, bool(settings.llm))
+            merged = {**base.model_dump(), **overrides, "overrides": tuple(sorted(overrides)), "fit_cache": fit_cache}
+            return RunConfig.model_validate(merged)
+        if not dataset:
+            raise ConfigError("give --dataset PATH (a gold JSONL file) or --task NAME (python -m eval ls)")
+        return RunConfig.model_validate({"predictors": default_predictors(bool(settings.llm)), **overrides,
+                                         "fit_cache": fit_cache})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ConfigError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+
+
+def _say_skipped(evaluation: dict[str, Any]) -> None:
+    first = next(iter(evaluation["predictors"].values()))["axes"]
+    skipped = [f"{axis} {m['skipped_total']} ({', '.join(f'{k} {v}' for k, v in m['skipped'].items())})"
+               for axis, m in first.items() if m["skipped_total"]]
+    test = evaluation["data"]["test"]
+    print(f"eval: {evaluation['name']}: {test['records']} records tested; skipped {test['skipped_lines']} bad lines, "
+          f"{test['skipped_no_text']} without text, {test['skipped_duplicate_ids']} duplicate ids; not scored: "
+          + ("; ".join(skipped) or "none"), file=sys.stderr)
+
+
+@app.command()
+def report(
+    directory: Annotated[Path, typer.Argument(help="A run's output directory (holding results.json).")],
+) -> None:
+    """Re-render report.md and the plots from results.json, without running anything."""
+    from eval.report import write_outputs
+
+    path = directory / "results.json"
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        fail(f"{path}: cannot read: {exc.strerror}")
+    except json.JSONDecodeError as exc:
+        fail(f"{path}:{exc.lineno}: not JSON ({exc.msg})")
+    written = write_outputs(results, directory)
+    print(f"eval: wrote {len(written)} files to {directory}", file=sys.stderr)
+
+
+@app.command()
+def describe(
+    dataset: Annotated[Path, typer.Option(help="A labelled JSONL file (e.g. liu23-labels.jsonl).")],
+    taxonomy: Annotated[str, typer.Option(
+        help="ddl-v1 (the records' labels), liu23 (the study's native labels) or auto (liu23 when every record "
+             "carries native labels).")] = "auto",
+    out: Annotated[Path | None, typer.Option(help="Also write the tables (.md) and heatmaps (.png) here.")] = None,
+) -> None:
+    """The studies' descriptive tables: stages, symptoms within stage, symptom -> fix pattern, shares."""
+    from eval.describe import describe_file
+
+    text = describe_file(dataset, taxonomy, out)
+    print(text)
+
+
+@app.command()
+def validate(
+    data_dir: Annotated[Path | None, typer.Option(help="Gold data directory (DDL_TRIAGE_DATA_DIR).")] = None,
+    dataset: Annotated[list[Path] | None, typer.Option(help="Check only these files (repeatable).")] = None,
+) -> None:
+    """Check every dataset, taxonomy and benchmark definition, without running a model."""
+    from eval.validate import validate_all
+
+    settings = load_settings()
+    problems, checked = validate_all(data_dir or settings.data_dir, dataset)
+    for line in checked:
+        print(line)
+    for problem in problems:
+        print(f"eval: error: {problem}", file=sys.stderr)
+    if problems:
+        fail(f"{len(problems)} problem(s), listed above")
+
+
+@app.command("ls")
+def list_tasks() -> None:
+    """The benchmark definitions (eval/tasks/*.yaml)."""
+    from eval.task import load_task_file, task_files
+
+    print("| task | version | mode | datasets | case base | folds | seed | predictors |")
+    print("|---|---|---|---|---|---|---|---|")
+    for path in task_files():
+        t = load_task_file(path)
+        mode = "transfer" if t.train_on else "cv"
+        base = ", ".join(t.train_on) if t.train_on else "other folds + " + (", ".join(t.extra_cases or ()) or "-")
+        print(f"| {t.name} | {t.version} | {mode} | {', '.join(t.datasets)} | {base} | "
+              f"{'-' if t.train_on else t.folds} | {t.seed} | {', '.join(t.predictors)} |")
+
+
+def main() -> None:
+    """Entry point: domain errors become one line on stderr and a non-zero exit, never a traceback."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app(standalone_mode=True)
+    except TriageError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    except Exception as exc:  # the catch-all of the CLI boundary
+        logging.getLogger(__name__).debug("internal error", exc_info=True)
+        fail(f"internal error ({type(exc).__name__}: {exc}); please report it with the command you ran", 70)

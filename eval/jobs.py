@@ -1,0 +1,104 @@
+"""One fit-and-predict job (a predictor on one split), run inline or in worker processes.
+
+Jobs are independent and seeded, so running them in parallel gives the same numbers as running them
+one after the other. Workers are spawned (not forked) because the parent may hold a loaded torch model.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+
+from threadpoolctl import threadpool_limits
+
+from bot.embedding import Embedder, EmbeddingCache
+from bot.engine import Progress, fit_engine
+from bot.settings import Settings
+from bot.taxonomy import load_taxonomy
+from eval.scoring import Sample, sample_record
+from eval.splits import Split
+
+INLINE_ONLY = frozenset({"llm"})  # one model in memory and one answer cache writer: never in a worker
+
+
+@dataclass(frozen=True)
+class Job:
+    predictor: str
+    split: Split
+    settings: Settings
+    hashes: dict[str, str]  # case id -> sha256 of the text the engine embeds
+    fit_cache: bool
+
+
+@dataclass
+class JobOutput:
+    predictor: str
+    fold: int
+    samples: list[Sample]
+    fit_s: float
+    predict_s: float
+    usage: object
+    describe: dict[str, object]
+    model_id: str
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    return Embedder(settings.embedding_model, EmbeddingCache(settings.cache_dir / "embeddings.sqlite3"))
+
+
+def run_job(job: Job, embedder: Embedder | None = None, progress: Progress | None = None) -> JobOutput:
+    """Fit the engine on the split's case base, exactly as the bot does, and triage its test records.
+
+    BLAS runs single-threaded (except for an LLM, which runs alone): jobs already fill the cores, and
+    OpenBLAS threads spinning while another process holds the core made a fit 5 times slower on a busy
+    2-core machine (measured). The numbers do not depend on --jobs.
+    """
+    with threadpool_limits(limits=None if job.predictor in INLINE_ONLY else 1):
+        return _fit_and_predict(job, embedder or make_embedder(job.settings), progress)
+
+
+def _fit_and_predict(job: Job, embedder: Embedder, progress: Progress | None) -> JobOutput:
+    clock = time.monotonic()
+    engine = fit_engine(job.settings, job.split.train, embedder=embedder, predictor_name=job.predictor,
+                        taxonomy=load_taxonomy(job.settings.taxonomy), calibrate=True, use_cache=job.fit_cache,
+                        progress=progress)
+    fitted = time.monotonic()
+    results = engine.triage_many(job.split.test, progress=progress)
+    samples = [sample_record(case, result, job.split.fold, job.hashes[case.id])
+               for case, result in zip(job.split.test, results, strict=True)]
+    return JobOutput(job.predictor, job.split.fold, samples, fit_s=fitted - clock,
+                     predict_s=time.monotonic() - fitted, usage=getattr(engine.predictor, "usage", None),
+                     describe=engine.predictor.describe(), model_id=engine.model_id)
+
+
+class JobRunner:
+    """Runs jobs in `workers` spawned processes (inline when 1), reporting each as it finishes."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> JobRunner:
+        if self.workers > 1:
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+
+    def run(self, jobs: Sequence[Job], embedder: Embedder, progress: Progress | None = None
+            ) -> Iterator[tuple[Job, JobOutput]]:
+        """(job, output) pairs in the order the jobs finish."""
+        pool = self._pool
+        futures: dict[Future[JobOutput], Job] = {}
+        if pool is not None:
+            futures = {pool.submit(run_job, job): job for job in jobs if job.predictor not in INLINE_ONLY}
+        for job in jobs:
+            if pool is None or job.predictor in INLINE_ONLY:
+                yield job, run_job(job, embedder, progress)
+        for future in as_completed(futures):
+            yield futures[future], future.result()

@@ -1,0 +1,124 @@
+"""`python -m eval` end to end: a hand-made dataset through the real engine; validate on good and bad data."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.paths import CHECKOUT_DIR
+
+# Made-up issue texts (never the gold data's): three problems, eight reports each.
+PROBLEMS = {
+    ("environment_setup", "installation_build_failure", "version_dependency_management"): [
+        "pip install fails while building the fused adam op: nvcc error {n}",
+        "ninja build of the cpu_adam extension stops, gcc {n} is not supported",
+        "setup.py install breaks: CUDA_HOME is not set, compilation failed at step {n}"],
+    ("communication_setup", "hang_timeout", "communication_tuning"): [
+        "training hangs in init_process_group on node {n}, NCCL never returns",
+        "rendezvous timed out after {n} seconds with two nodes",
+        "launcher stuck waiting for ranks with a hostfile of {n} hosts"],
+    ("training", "out_of_memory", "distributed_feature_tuning"): [
+        "CUDA out of memory at step {n} with ZeRO stage 3 on 8 GPUs",
+        "OOM when the micro batch size is {n}: tried to allocate 2 GiB",
+        "torch.cuda.OutOfMemoryError in backward at iteration {n}"],
+}
+
+
+def made_up_records() -> list[dict[str, object]]:
+    records: list[dict[str, object]] = []
+    for (stage, symptom, fix), texts in PROBLEMS.items():
+        for k in range(8):
+            text = texts[k % 3].format(n=k * 7 + 3)
+            records.append({
+                "id": f"made/up#{len(records) + 1}", "url": None, "title": text.split(":")[0],
+                "body": f"{text}\nwhat I ran, variant {k}",
+                "labels": {"kind": "bug_report", "stage": stage, "symptom": symptom,
+                           "root_cause": "dependency_version_mismatch" if k % 2 else "unknown",
+                           "fix_pattern": fix if k % 3 else "unresolved"}})
+    return records
+
+
+def run_eval(*args: str, state: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DDL_TRIAGE_STATE_DIR": str(state), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "eval", *args], cwd=CHECKOUT_DIR, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def metrics_of(out: Path) -> dict[str, object]:
+    results = json.loads((out / "results.json").read_text())
+    return {name: p["axes"] for name, p in results["evaluations"][0]["predictors"].items()}
+
+
+@pytest.fixture(scope="module")
+def made_up_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("data") / "made-up.jsonl"
+    lines = [json.dumps(r) for r in made_up_records()]
+    path.write_text("\n".join(lines) + "\n{this line is not JSON\n")
+    return path
+
+
+def test_run_writes_results_report_and_plots_and_reruns_to_the_same_numbers(made_up_dataset: Path,
+                                                                             tmp_path: Path) -> None:
+    common = ["run", "--dataset", str(made_up_dataset), "--folds", "2", "--predictors", "majority,knn"]
+    first = run_eval(*common, "--out", str(tmp_path / "a"), "--jobs", "2", state=tmp_path / "state")
+    assert first.returncode == 0, first.stderr
+    assert "made-up.jsonl:25: not JSON" in first.stderr and "skipped 1 bad lines" in first.stderr
+    assert "root_cause 8 (unknown 8)" in first.stderr
+    out = tmp_path / "a"
+    results = json.loads((out / "results.json").read_text())
+    evaluation = results["evaluations"][0]
+    assert results["provenance"]["data_files"][str(made_up_dataset)]["sha256"]
+    assert results["provenance"]["taxonomy"]["version"] == "ddl-v1"
+    assert results["config"]["folds"] == 2 and results["seeds"]["bootstrap"] == 0
+    assert evaluation["data"]["test"]["skipped_lines"] == 1
+    knn = evaluation["predictors"]["knn"]
+    assert len(knn["samples"]) == 24 and len(knn["samples"][0]["input_sha256"]) == 64
+    assert knn["axes"]["root_cause"]["skipped"] == {"unknown": 8}
+    low, high = knn["axes"]["symptom"]["macro_f1_ci"]
+    assert low <= knn["axes"]["symptom"]["macro_f1"] <= high
+    report = (out / "report.md").read_text()
+    assert "| knn |" in report and "made-up-coverage.png" in report
+    assert {"made-up-coverage.png", "made-up-confusion-symptom.png", "made-up-f1-symptom.png"} <= {
+        p.name for p in out.iterdir()}
+
+    again = run_eval(*common, "--out", str(tmp_path / "b"), "--jobs", "1", "--no-fit-cache", "--quiet",
+                     state=tmp_path / "state")
+    assert again.returncode == 0, again.stderr
+    assert metrics_of(tmp_path / "b") == metrics_of(out)
+
+
+def test_run_with_nothing_to_test_says_how_to_fix_it(tmp_path: Path) -> None:
+    done = run_eval("run", "--out", str(tmp_path / "o"), state=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip() == "eval: error: give --dataset PATH (a gold JSONL file) or --task NAME (python -m eval ls)"
+
+
+def test_validate_passes_on_the_gold_data(gold_dir: Path, tmp_path: Path) -> None:
+    done = run_eval("validate", "--data-dir", str(gold_dir), state=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "ok   " + str(gold_dir / "ddl-dev.jsonl") in done.stdout
+    assert "taxonomy liu23-native" in done.stdout and "benchmark ddl-dev-cv" in done.stdout
+
+
+def test_validate_stops_on_bad_lines_naming_file_line_and_field(tmp_path: Path) -> None:
+    good, bad_label = made_up_records()[:2]
+    bad_label["labels"] = {**bad_label["labels"], "symptom": "it_exploded"}  # type: ignore[dict-item]
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad_label) + "\n{\"id\": \n")
+    done = run_eval("validate", "--dataset", str(path), state=tmp_path)
+    assert done.returncode == 1
+    assert f"{path}:2: 'it_exploded' is not a symptom of taxonomy ddl-v1" in done.stderr
+    assert "(field 'labels.symptom')" in done.stderr
+    assert f"{path}:3: not JSON" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_ls_lists_the_versioned_definitions(tmp_path: Path) -> None:
+    done = run_eval("ls", state=tmp_path)
+    assert done.returncode == 0
+    assert "| ddl-dev-cv | 1 | cv | ddl-dev.jsonl | other folds + liu23.jsonl | 5 | 0 |" in done.stdout

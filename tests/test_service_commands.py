@@ -1,0 +1,103 @@
+"""`/triage` comments: a re-run or corrections from someone with write access; nobody else commands the bot."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from bot.engine import Engine
+from bot.service.commands import TriageCommand, parse_command
+from bot.settings import Settings
+from tests.fake_github import (
+    FakeGitHub,
+    app_settings_for,
+    deliver,
+    issue_payload,
+    running_service,
+    state_of,
+    wait_idle,
+)
+
+REPO = "example-org/fastdist"
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    with FakeGitHub().running() as fake:
+        fake.add_repo(REPO, permissions={"bob-maintainer": "write", "alice-trainer": "read"})
+        yield fake
+        fake.assert_nothing_destructive()
+
+
+@pytest.fixture
+def client(settings: Settings, engine: Engine, github: FakeGitHub, tmp_path: Path) -> Iterator[TestClient]:
+    """A service whose issue #42 already carries the bot's comment."""
+    with running_service(app_settings_for(settings, github, tmp_path), engine) as client:
+        deliver(client, issue_payload(github))
+        assert wait_idle(client) == {"done": 1}
+        yield client
+
+
+def command(github: FakeGitHub, body: str, author: str = "bob-maintainer", kind: str = "User") -> dict[str, Any]:
+    payload = issue_payload(github, "issue-comment-created")
+    payload["comment"]["body"] = body
+    payload["comment"]["user"] = payload["comment"]["user"] | {"login": author, "type": kind}
+    payload["sender"] = payload["sender"] | {"login": author, "type": kind}
+    return payload
+
+
+def test_parse_command_reads_the_first_triage_line() -> None:
+    assert parse_command("thanks!") is None
+    assert parse_command("> /triage quoted") is None
+    assert parse_command("/triage") == TriageCommand()
+    assert parse_command("Looks wrong.\n/triage symptom=hang_timeout Kind=bug_report\n") == TriageCommand(
+        {"symptom": "hang_timeout", "kind": "bug_report"})
+    assert parse_command("/triage please") == TriageCommand({}, ("please",))
+    assert parse_command("/triaged") is None
+
+
+def test_a_rerun_by_someone_with_write_access_keeps_one_comment(client: TestClient, github: FakeGitHub) -> None:
+    [before] = github.bot_comments(REPO, 42)
+    assert deliver(client, command(github, "/triage"), event="issue_comment").status_code == 202
+    assert wait_idle(client) == {"done": 2}
+    [after] = github.bot_comments(REPO, 42)
+    assert after["id"] == before["id"]
+    assert any(r.path.endswith("/collaborators/bob-maintainer/permission") for r in github.requests)
+
+
+def test_a_correction_is_stored_as_a_labelled_case_and_shown_in_the_same_comment(
+        client: TestClient, github: FakeGitHub) -> None:
+    deliver(client, command(github, "/triage symptom=out_of_memory"), event="issue_comment")
+    assert wait_idle(client) == {"done": 2}
+    [case] = state_of(client).store.feedback_cases()
+    assert (case["axis"], case["value"], case["author"]) == ("symptom", "out_of_memory", "bob-maintainer")
+    assert case["title"].startswith("Training hangs")
+    [comment] = github.bot_comments(REPO, 42)
+    assert "`out_of_memory`" in comment["body"] and "100%" in comment["body"]
+
+
+def test_someone_without_write_access_cannot_command_the_bot(client: TestClient, github: FakeGitHub) -> None:
+    [before] = github.bot_comments(REPO, 42)
+    writes = len(github.writes())
+    deliver(client, command(github, "/triage symptom=out_of_memory", author="alice-trainer"), event="issue_comment")
+    assert wait_idle(client) == {"done": 2}
+    assert state_of(client).store.feedback_cases() == []
+    assert github.bot_comments(REPO, 42) == [before] and len(github.writes()) == writes
+
+
+def test_an_invalid_correction_changes_nothing(client: TestClient, github: FakeGitHub) -> None:
+    writes = len(github.writes())
+    deliver(client, command(github, "/triage mood=grumpy symptom=not_a_symptom"), event="issue_comment")
+    assert wait_idle(client) == {"done": 2}
+    assert state_of(client).store.feedback_cases() == [] and len(github.writes()) == writes
+
+
+def test_plain_comments_and_bot_comments_make_no_job(client: TestClient, github: FakeGitHub) -> None:
+    plain = deliver(client, command(github, "Same problem here with 4 nodes."), event="issue_comment")
+    by_bot = deliver(client, command(github, "/triage", author="other-bot[bot]", kind="Bot"), event="issue_comment")
+    assert plain.json()["status"] == by_bot.json()["status"] == "ignored"
+    assert state_of(client).store.job_counts() == {"done": 1}

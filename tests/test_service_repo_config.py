@@ -1,0 +1,64 @@
+"""`.github/ddl-triage.yml`: defaults when missing, defaults plus a log line when invalid, labels mapped."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from bot.domain import AxisPrediction, EnvironmentFacts, TriageResult
+from bot.service.repo_config import RepoConfig, apply_thresholds, label_names, parse_repo_config
+from bot.settings import AXES
+from bot.taxonomy import Taxonomy
+
+
+def _result() -> TriageResult:
+    preds = {axis: AxisPrediction(label=None, confidence=0.3, top=[("none", 0.3)]) for axis in AXES}
+    preds["kind"] = AxisPrediction(label="bug_report", confidence=0.9, top=[("bug_report", 0.9)])
+    preds["symptom"] = AxisPrediction(label="hang_timeout", confidence=0.62, top=[("hang_timeout", 0.62)])
+    return TriageResult(issue_id="x", predictions=preds, neighbours=[], environment=EnvironmentFacts(),
+                        predictor="default", taxonomy_version="ddl-v1", model_id="m")
+
+
+def test_a_missing_or_empty_file_gives_the_defaults(taxonomy: Taxonomy) -> None:
+    assert parse_repo_config(None, taxonomy) == RepoConfig()
+    assert parse_repo_config("", taxonomy) == RepoConfig()
+    default = RepoConfig()
+    assert default.enabled and default.axes == AXES and not default.labels.enabled and not default.shadow
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("enabled: [", "not valid YAML"),
+    ("- enabled", "mapping"),
+    ("colour: blue\n", "colour"),
+    ("axes: [kind, mood]\n", "mood"),
+    ("thresholds: {symptom: 1.5}\n", "between 0 and 1"),
+    ("labels: {names: {symptom: {hangs: hang}}}\n", "hangs"),
+])
+def test_an_invalid_file_gives_the_defaults_and_a_log_line_naming_the_error(
+        taxonomy: Taxonomy, caplog: pytest.LogCaptureFixture, text: str, named: str) -> None:
+    with caplog.at_level(logging.WARNING, logger="bot.service.repo_config"):
+        assert parse_repo_config(text, taxonomy, "o/r/.github/ddl-triage.yml") == RepoConfig()
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "o/r/.github/ddl-triage.yml is invalid" in line and named in line
+
+
+def test_a_valid_file_is_read(taxonomy: Taxonomy) -> None:
+    config = parse_repo_config("enabled: true\naxes: [symptom, kind]\nthresholds: {symptom: 0.8}\nshadow: true\n"
+                               "labels:\n  enabled: true\n  axes: [symptom]\n  names: {symptom: {hang_timeout: hang}}\n",
+                               taxonomy)
+    assert config.axes == ("kind", "symptom") and config.thresholds == {"symptom": 0.8} and config.shadow
+    assert config.labels.enabled and config.labels.name("symptom", "hang_timeout") == "hang"
+
+
+def test_repository_thresholds_decide_which_axes_are_shown() -> None:
+    stricter = apply_thresholds(_result(), {"symptom": 0.8})
+    assert stricter.predictions["symptom"].label is None and stricter.predictions["kind"].label == "bug_report"
+    looser = apply_thresholds(_result(), {"stage": 0.2})
+    assert looser.predictions["stage"].label == "none"
+
+
+def test_label_names_come_from_the_taxonomy_through_the_config_map(taxonomy: Taxonomy) -> None:
+    assert label_names(RepoConfig(), _result()) == []
+    config = parse_repo_config("labels:\n  enabled: true\n  names: {kind: {bug_report: bug}}\n", taxonomy)
+    assert label_names(config, _result()) == ["bug", "symptom:hang_timeout"]

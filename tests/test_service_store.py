@@ -1,0 +1,168 @@
+"""The store on SQLite and (when its server binaries are installed) PostgreSQL: one schema, same behaviour."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.service.events import Decision
+from bot.service.store import Store
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def postgres_server() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster (initdb + pg_ctl) for this module; skipped without the binaries."""
+    bins = [p for p in sorted(Path("/usr/lib/postgresql").glob("*/bin")) if (p / "initdb").exists()]
+    if not bins:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found under /usr/lib/postgresql/*/bin")
+    prefix: list[str] = []
+    data = Path(tempfile.mkdtemp(prefix="ddl-triage-pg-"))
+    if os.geteuid() == 0:  # initdb refuses to run as root
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root and there is no 'postgres' user to run initdb as")
+        os.chown(data, user.pw_uid, user.pw_gid)
+        prefix = ["runuser", "-u", "postgres", "--"]
+    port = _free_port()
+    run = [*prefix, str(bins[-1] / "pg_ctl"), "-D", str(data / "db")]
+    subprocess.run([*prefix, str(bins[-1] / "initdb"), "-D", str(data / "db"), "-U", "postgres", "--auth=trust",
+                    "-E", "UTF8"], check=True, capture_output=True)
+    subprocess.run([*run, "-o", f"-p {port} -k {data} -h 127.0.0.1", "-l", str(data / "log"), "-w", "start"],
+                   check=True, capture_output=True)
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}"
+    finally:
+        subprocess.run([*run, "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.sqlite3'}"
+    import psycopg
+
+    server: str = request.getfixturevalue("postgres_server")
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return f"{server}/{name}"
+
+
+@pytest.fixture
+def store(url: str) -> Iterator[Store]:
+    store = Store(url)
+    yield store
+    store.close()
+
+
+def _record(store: Store, delivery: str, issue: str = "o/r#1") -> tuple[bool, int | None]:
+    return store.record_delivery(delivery, "issues", "opened", '{"action": "opened"}', issue)
+
+
+def test_a_delivery_id_is_stored_once(store: Store) -> None:
+    new, job_id = _record(store, "d-1")
+    assert new and job_id is not None
+    assert _record(store, "d-1") == (False, None)
+    assert store.job_counts() == {"queued": 1}
+    assert store.delivery_payload("d-1") == '{"action": "opened"}'
+
+
+def test_claiming_is_atomic_across_connections(store: Store, url: str) -> None:
+    for i in range(24):
+        _record(store, f"d-{i}", issue=f"o/r#{i}")
+    claimed: list[int] = []
+    lock = threading.Lock()
+
+    def drain() -> None:
+        mine = Store(url)
+        while (job := mine.claim_job()) is not None:
+            with lock:
+                claimed.append(job.id)
+            mine.finish_job(job.id)
+        mine.close()
+
+    threads = [threading.Thread(target=drain) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(claimed) == sorted(set(claimed)) and len(claimed) == 24
+    assert store.job_counts() == {"done": 24}
+
+
+def test_one_issue_never_has_two_jobs_running(store: Store) -> None:
+    _record(store, "opened", issue="o/r#7")
+    _record(store, "edited", issue="o/r#7")
+    first = store.claim_job()
+    assert first is not None and first.delivery_id == "opened"
+    assert store.claim_job() is None
+    store.finish_job(first.id)
+    second = store.claim_job()
+    assert second is not None and second.delivery_id == "edited"
+
+
+def test_jobs_left_running_are_queued_again_at_start_up(store: Store, url: str) -> None:
+    _record(store, "d-1")
+    job = store.claim_job()
+    assert job is not None and job.attempts == 1
+    restarted = Store(url)
+    assert restarted.requeue_running() == 1
+    again = restarted.claim_job()
+    assert again is not None and again.id == job.id and again.attempts == 2
+    restarted.close()
+
+
+def test_a_retry_waits_until_it_is_due(store: Store) -> None:
+    _record(store, "d-1")
+    job = store.claim_job()
+    assert job is not None
+    store.retry_job(job.id, "GitHub answered 502", 60.0)
+    assert store.claim_job() is None
+    due = store.claim_job(now=time.time() + 61)
+    assert due is not None and due.last_error == "GitHub answered 502"
+
+
+def test_a_failed_job_keeps_its_error_and_a_redelivery_queues_it_again(store: Store) -> None:
+    _record(store, "d-1")
+    job = store.claim_job()
+    assert job is not None
+    store.fail_job(job.id, "GitHub answered 500 (after 6 attempts)")
+    kept = store.job(job.id)
+    assert kept.status == "failed" and "after 6 attempts" in (kept.last_error or "")
+    assert _record(store, "d-1") == (False, job.id)
+    assert store.job(job.id).status == "queued" and store.job(job.id).attempts == 0
+
+
+def test_decisions_and_feedback_round_trip(store: Store) -> None:
+    _record(store, "d-1")
+    decision = Decision(delivery_id="d-1", repo="o/r", number=1, event="issues", action="opened", shadow=True,
+                        posted=False, predictions={"kind": {"label": "bug_report", "confidence": 0.9}},
+                        neighbours=[], comment="text")
+    store.save_decision(decision)
+    store.save_decision(decision.model_copy(update={"comment": "retried"}))
+    [saved] = store.decisions()
+    assert saved.comment == "retried" and saved.created_at > 0 and store.decisions(repo="x/y") == []
+    store.save_feedback("c-1", "o/r", 1, "bob", "title", "body", {"symptom": "hang_timeout"})
+    store.save_feedback("c-1", "o/r", 1, "bob", "title", "body", {"symptom": "hang_timeout"})
+    store.save_feedback("c-2", "o/r", 1, "dana", "title", "body", {"symptom": "out_of_memory"})
+    assert store.corrections("o/r", 1) == {"symptom": "out_of_memory"}
+    assert [case["value"] for case in store.feedback_cases()] == ["hang_timeout", "out_of_memory"]

@@ -25,7 +25,7 @@ from bot.taxonomy import Taxonomy, load_taxonomy
 
 log = logging.getLogger(__name__)
 
-ENGINE_VERSION = "1"  # bump when a change to training makes cached fitted models stale
+ENGINE_VERSION = "2"  # bump when a change to training makes cached fitted models stale
 CALIBRATION_FOLDS = 5
 Progress = Callable[[str, int, int], None]  # (task description, advanced by, total)
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -73,6 +75,44 @@ def normalise_distribution(scores: dict[str, float], labels: tuple[str, ...]) ->
     if total <= 0:
         return {label: 1.0 / len(labels) for label in labels}
     return {label: p / total for label, p in full.items()}
+
+
+def label_priors(data: TrainingSet) -> dict[str, Distribution]:
+    """Per axis, the share of each label among the cases that teach it."""
+    out: dict[str, Distribution] = {}
+    for axis in AXES:
+        _, labels = data.rows(axis)
+        out[axis] = normalise_distribution(dict(Counter(labels)), data.taxonomy.predictable(axis))
+    return out
+
+
+class PerAxisModels:
+    """One scikit-learn classifier per axis on a shared feature matrix; an axis with one label is constant."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._models: dict[str, Any] = {}
+        self._labels: dict[str, tuple[str, ...]] = {}
+
+    def fit(self, data: TrainingSet, matrix: Any) -> None:
+        for axis in AXES:
+            self._labels[axis] = data.taxonomy.predictable(axis)
+            rows, labels = data.rows(axis)
+            if len(set(labels)) < 2:
+                self._models[axis] = labels[0] if labels else self._labels[axis][0]
+            else:
+                self._models[axis] = self._make().fit(matrix[rows], labels)
+
+    def predict(self, matrix: Any, count: int) -> list[AxisDistributions]:
+        out: list[AxisDistributions] = [{} for _ in range(count)]
+        for axis, model in self._models.items():
+            if isinstance(model, str):
+                rows = [{model: 1.0}] * count
+            else:
+                rows = [dict(zip(model.classes_, row, strict=True)) for row in model.predict_proba(matrix)]
+            for dist, scores in zip(out, rows, strict=True):
+                dist[axis] = normalise_distribution(scores, self._labels[axis])
+        return out
 
 
 class Predictor(ABC):

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from bot.predictors.base import (
     AxisDistributions,
-    Distribution,
     Predictor,
     Query,
     TrainingSet,
+    label_priors,
     normalise_distribution,
     register,
 )
@@ -26,10 +24,7 @@ class KnnPredictor(Predictor):
 
     def fit(self, data: TrainingSet) -> None:
         self._data = data
-        self._priors: dict[str, Distribution] = {}
-        for axis in AXES:
-            _, labels = data.rows(axis)
-            self._priors[axis] = normalise_distribution(dict(Counter(labels)), data.taxonomy.predictable(axis))
+        self._priors = label_priors(data)
 
     def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:
         return [self._vote(q) for q in queries]

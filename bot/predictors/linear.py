@@ -8,14 +8,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
 from bot.features import signature_flags
-from bot.predictors.base import (
-    AxisDistributions,
-    Predictor,
-    Query,
-    TrainingSet,
-    normalise_distribution,
-    register,
-)
+from bot.predictors.base import AxisDistributions, PerAxisModels, Predictor, Query, TrainingSet, register
 from bot.predictors.knn import KnnPredictor
 from bot.settings import AXES, Settings
 
@@ -37,30 +30,14 @@ class LinearPredictor(Predictor):
         self._tfidf = TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_df=0.5, sublinear_tf=True,
                                       max_features=20000)
         self._tfidf.fit(data.texts)
-        matrix = self._features(data.index.vectors, data.texts)
-        self._labels = {axis: data.taxonomy.predictable(axis) for axis in AXES}
-        self._models: dict[str, LogisticRegression | str] = {}
-        for axis in AXES:
-            rows, labels = data.rows(axis)
-            if len(set(labels)) < 2:
-                self._models[axis] = labels[0] if labels else self._labels[axis][0]
-                continue
-            model = LogisticRegression(C=self.c, max_iter=3000, class_weight="balanced")
-            self._models[axis] = model.fit(matrix[rows], labels)
+        self._models = PerAxisModels(lambda: LogisticRegression(C=self.c, max_iter=3000, class_weight="balanced"))
+        self._models.fit(data, self._features(data.index.vectors, data.texts))
 
     def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:
         if not queries:
             return []
         matrix = self._features(np.vstack([q.vector for q in queries]), [q.issue.text for q in queries])
-        out: list[AxisDistributions] = [{} for _ in queries]
-        for axis, model in self._models.items():
-            if isinstance(model, str):
-                for dist in out:
-                    dist[axis] = normalise_distribution({model: 1.0}, self._labels[axis])
-                continue
-            for dist, row in zip(out, model.predict_proba(matrix), strict=True):
-                dist[axis] = normalise_distribution(dict(zip(model.classes_, row, strict=True)), self._labels[axis])
-        return out
+        return self._models.predict(matrix, len(queries))
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "C": self.c, "tfidf_weight": self.tfidf_weight, "flag_weight": self.flag_weight}

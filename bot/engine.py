@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import logging
@@ -25,7 +26,9 @@ from bot.taxonomy import Taxonomy, load_taxonomy
 
 log = logging.getLogger(__name__)
 
-ENGINE_VERSION = "2"  # bump when a change to training makes cached fitted models stale
+ENGINE_VERSION = "2"
+# Fitted models are cached; a change to any code that shapes them makes the cached copies stale.
+FITTING_CODE = ("predictors/*.py", "features.py", "normalise.py", "policy.py", "engine.py")
 CALIBRATION_FOLDS = 5
 Progress = Callable[[str, int, int], None]  # (task description, advanced by, total)
 
@@ -154,13 +157,23 @@ def build_engine(settings: Settings, case_files: Sequence[Path] | None = None, p
 def _fit_key(settings: Settings, training: TrainingSet, predictor: Predictor, model_id: str,
              calibrate: bool) -> str:
     digest = hashlib.sha256()
-    header = {"engine": ENGINE_VERSION, "predictor": predictor.describe(), "model": model_id,
+    header = {"engine": ENGINE_VERSION, "code": _code_digest(), "predictor": predictor.describe(), "model": model_id,
               "taxonomy": training.taxonomy.version, "silver": settings.use_silver, "seed": settings.seed,
               "k": settings.neighbours, "calibrate": calibrate}
     digest.update(json.dumps(header, sort_keys=True, default=str).encode())
     for case, text in zip(training.index.cases, training.texts, strict=True):
         digest.update(json.dumps([case.id, text, case.labels, case.silver], sort_keys=True).encode())
     return digest.hexdigest()[:32]
+
+
+@functools.cache
+def _code_digest() -> str:
+    digest = hashlib.sha256()
+    root = Path(__file__).parent
+    for pattern in FITTING_CODE:
+        for path in sorted(root.glob(pattern)):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _load_fitted(cache_dir: Path, key: str) -> tuple[Predictor, Calibrator] | None:

@@ -68,7 +68,7 @@ def test_run_writes_results_report_and_plots_and_reruns_to_the_same_numbers(made
     first = run_eval(*common, "--out", str(tmp_path / "a"), "--jobs", "2", state=tmp_path / "state")
     assert first.returncode == 0, first.stderr
     assert "made-up.jsonl:25: not JSON" in first.stderr and "skipped 1 bad lines" in first.stderr
-    assert "root_cause 8 (unknown 8)" in first.stderr
+    assert "root_cause 12 (unknown 12)" in first.stderr
     out = tmp_path / "a"
     results = json.loads((out / "results.json").read_text())
     evaluation = results["evaluations"][0]
@@ -78,7 +78,7 @@ def test_run_writes_results_report_and_plots_and_reruns_to_the_same_numbers(made
     assert evaluation["data"]["test"]["skipped_lines"] == 1
     knn = evaluation["predictors"]["knn"]
     assert len(knn["samples"]) == 24 and len(knn["samples"][0]["input_sha256"]) == 64
-    assert knn["axes"]["root_cause"]["skipped"] == {"unknown": 8}
+    assert knn["axes"]["root_cause"]["skipped"] == {"unknown": 12}
     low, high = knn["axes"]["symptom"]["macro_f1_ci"]
     assert low <= knn["axes"]["symptom"]["macro_f1"] <= high
     report = (out / "report.md").read_text()

@@ -193,6 +193,10 @@ def _save_fitted(cache_dir: Path, key: str, predictor: Predictor, calibrator: Ca
     path = cache_dir / "fitted" / f"{key}.pkl"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    with tmp.open("wb") as handle:
-        pickle.dump((predictor, calibrator), handle)
-    tmp.replace(path)
+    try:
+        with tmp.open("wb") as handle:
+            pickle.dump((predictor, calibrator), handle)
+        tmp.replace(path)
+    except Exception as exc:  # a cache that cannot be written costs a refit next time, nothing more
+        log.warning("could not cache the fitted %s predictor: %s", predictor.name, exc)
+        tmp.unlink(missing_ok=True)

@@ -21,7 +21,7 @@ from eval.task import RunConfig, default_predictors, load_task, task_config
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Benchmarks of ddl-triage on the gold datasets, with the bot's own engine.")
 
-Paths = Annotated[list[Path] | None, typer.Option(help="Repeatable.")]
+MAX_DEFAULT_WORKERS = 8  # each worker holds its own copy of the case base and scikit-learn
 LLM_HINT = ("the llm predictor needs a backend: set DDL_TRIAGE_LLM (openai:MODEL with DDL_TRIAGE_LLM_API_KEY or "
             "DDL_TRIAGE_LLM_BASE_URL, or local:/path/to/model)")
 
@@ -47,7 +47,8 @@ def run(
     extra_cases: Annotated[list[Path] | None, typer.Option(
         help="Added to every fold's case base, never to a test part (repeatable). Default for ddl-dev.jsonl: "
              "liu23.jsonl of the same directory.")] = None,
-    no_extra_cases: Annotated[bool, typer.Option(help="No extra cases, not even the default.")] = False,
+    no_extra_cases: Annotated[bool, typer.Option("--no-extra-cases",
+                                                 help="No extra cases, not even the default.")] = False,
     train_on: Annotated[list[Path] | None, typer.Option(
         help="Transfer: all of these files are the case base and every --dataset is tested whole (no folds).")] = None,
     predictors: Annotated[str | None, typer.Option(
@@ -56,10 +57,10 @@ def run(
     folds: Annotated[int | None, typer.Option(help="Cross-validation folds (default 5).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of folds, calibration and bootstrap (default 0).")] = None,
     bootstrap: Annotated[int | None, typer.Option(help="Bootstrap resamples (default 1000).")] = None,
-    jobs: Annotated[int, typer.Option(help="Worker processes (default: CPU count). Same numbers at any value.")]
-        = 0,
+    jobs: Annotated[int, typer.Option(
+        help="Worker processes (default: CPU count, at most 8). Same numbers at any value.")] = 0,
     fit_cache: Annotated[bool, typer.Option(help="Reuse fitted predictors cached by content.")] = True,
-    quiet: Annotated[bool, typer.Option(help="No progress output.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
     """Cross-validate (or transfer) every predictor and write results.json, report.md and plots."""
     from eval.progress import Reporter
@@ -71,7 +72,7 @@ def run(
                           no_extra_cases=no_extra_cases, train_on=train_on, predictors=predictors, folds=folds,
                           seed=seed, bootstrap=bootstrap, fit_cache=fit_cache)
     total = count_jobs(config)
-    workers = max(1, min(jobs or os.cpu_count() or 1, total))
+    workers = max(1, min(jobs or min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS), total))
     with Reporter(total, enabled=not quiet) as reporter:
         results = run_benchmark(config, settings, reporter, workers=workers,
                                 command=shlex.join(["python", "-m", "eval", *sys.argv[1:]]))

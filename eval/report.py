@@ -107,8 +107,10 @@ def _data_lines(evaluation: Mapping[str, Any]) -> list[str]:
         lines.append(f"- Case base: all of {base}, minus {leakage['train_dropped_as_copies']} records that copy "
                      "a test record.")
         return lines
+    same = leakage.get("extra_same_id_as_dataset", 0)
     lines += [f"- Case base of each fold: the other folds plus {base} ({evaluation['case_base_rule']}); "
-              f"extra records left out as copies of test records, per fold: {leakage['extra_dropped_per_fold']}.",
+              f"extra records left out as copies of test records, per fold: {leakage['extra_dropped_per_fold']}"
+              + (f"; {same} extra records share an id with the dataset and are never used" if same else "") + ".",
               f"- Folds of {leakage['fold_sizes']} records; {leakage['near_duplicate_groups']} groups of "
               f"near-duplicates (cosine >= {leakage['near_duplicate_cosine']}, {leakage['records_in_groups']} "
               "records) each kept in one fold."]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.paths import CHECKOUT_DIR
+from tests.fake_llm import FakeChatServer
 
 # Made-up issue texts (never the gold data's): three problems, eight reports each.
 PROBLEMS = {
@@ -43,8 +44,8 @@ def made_up_records() -> list[dict[str, object]]:
     return records
 
 
-def run_eval(*args: str, state: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DDL_TRIAGE_STATE_DIR": str(state), "HF_HUB_OFFLINE": "1"}
+def run_eval(*args: str, state: Path, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DDL_TRIAGE_STATE_DIR": str(state), "HF_HUB_OFFLINE": "1", **(extra_env or {})}
     return subprocess.run([sys.executable, "-m", "eval", *args], cwd=CHECKOUT_DIR, env=env, capture_output=True,
                           text=True, timeout=600)
 
@@ -95,7 +96,8 @@ def test_run_writes_results_report_and_plots_and_reruns_to_the_same_numbers(made
 def test_run_with_nothing_to_test_says_how_to_fix_it(tmp_path: Path) -> None:
     done = run_eval("run", "--out", str(tmp_path / "o"), state=tmp_path)
     assert done.returncode == 1
-    assert done.stderr.strip() == "eval: error: give --dataset PATH (a gold JSONL file) or --task NAME (python -m eval ls)"
+    assert done.stderr.strip() == ("eval: error: give --dataset PATH (a gold JSONL file) or --task NAME "
+                                   "(python -m eval ls)")
 
 
 def test_validate_passes_on_the_gold_data(gold_dir: Path, tmp_path: Path) -> None:
@@ -122,3 +124,40 @@ def test_ls_lists_the_versioned_definitions(tmp_path: Path) -> None:
     done = run_eval("ls", state=tmp_path)
     assert done.returncode == 0
     assert "| ddl-dev-cv | 1 | cv | ddl-dev.jsonl | other folds + liu23.jsonl | 5 | 0 |" in done.stdout
+
+
+def test_llm_answers_are_cached_so_rescoring_costs_nothing(made_up_dataset: Path, tmp_path: Path) -> None:
+    answer = json.dumps({"kind": "bug_report", "stage": "training", "symptom": "out_of_memory",
+                         "root_cause": "resource_limit", "fix_pattern": "distributed_feature_tuning"})
+    with FakeChatServer().running() as server:
+        server.answers.extend([answer] * 30)
+        env = {"DDL_TRIAGE_LLM": "openai:fake-model", "DDL_TRIAGE_LLM_BASE_URL": server.base_url}
+        args = ["run", "--dataset", str(made_up_dataset), "--folds", "2", "--predictors", "llm", "--quiet"]
+        first = run_eval(*args, "--out", str(tmp_path / "a"), state=tmp_path / "state", extra_env=env)
+        assert first.returncode == 0, first.stderr
+        again = run_eval(*args, "--out", str(tmp_path / "b"), state=tmp_path / "state", extra_env=env)
+        assert again.returncode == 0, again.stderr
+    assert len(server.requests) == 24  # one per test record, none on the rerun
+    runs = [json.loads((tmp_path / d / "results.json").read_text()) for d in ("a", "b")]
+    usage = [r["evaluations"][0]["predictors"]["llm"]["usage"] for r in runs]
+    assert usage[0]["calls"] == 24 and usage[0]["prompt_tokens"] == 2400 and usage[0]["latency_s"] > 0
+    assert usage[1]["calls"] == 0 and usage[1]["cache_hits"] == 24
+    assert runs[0]["config"]["settings"]["llm"] == "openai:fake-model"
+    assert runs[0]["evaluations"][0]["predictors"]["llm"]["describe"]["prompt"] == "triage-v1"
+    assert metrics_of(tmp_path / "a") == metrics_of(tmp_path / "b")
+    assert "LLM usage" in (tmp_path / "a" / "report.md").read_text()
+
+
+def test_transfer_trains_on_one_file_and_tests_all_of_another(tmp_path: Path) -> None:
+    records = made_up_records()
+    train, test = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
+    train.write_text("".join(json.dumps(r) + "\n" for r in records[::2]))
+    test.write_text("".join(json.dumps(r) + "\n" for r in [*records[1::2], records[0]]))  # records[0] also in train
+    done = run_eval("run", "--dataset", str(test), "--train-on", str(train), "--predictors", "knn", "--quiet",
+                    "--out", str(tmp_path / "o"), state=tmp_path / "state")
+    assert done.returncode == 0, done.stderr
+    evaluation = json.loads((tmp_path / "o" / "results.json").read_text())["evaluations"][0]
+    assert evaluation["mode"] == "transfer" and evaluation["folds"] == 1
+    assert evaluation["leakage"]["train_dropped_as_copies"] >= 1  # the shared record never trains
+    assert len(evaluation["predictors"]["knn"]["samples"]) == 13
+    assert "cross-dataset transfer" in (tmp_path / "o" / "report.md").read_text()

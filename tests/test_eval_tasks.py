@@ -47,10 +47,10 @@ def test_an_unknown_key_is_rejected_with_file_and_field(tmp_path: Path) -> None:
 def test_an_unknown_predictor_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "mine.yaml"
     path.write_text("name: mine\nversion: 1\ndatasets: [ddl-dev.jsonl]\npredictors: [oracle]\n")
-    with pytest.raises(ConfigError, match="predictors: .*unknown predictors"):
+    with pytest.raises(ConfigError, match=r"predictors: .*unknown predictors"):
         load_task_file(path)
 
 
 def test_an_unknown_definition_lists_the_known_ones() -> None:
-    with pytest.raises(ConfigError, match="known: .*ddl-dev-cv"):
+    with pytest.raises(ConfigError, match=r"known: .*ddl-dev-cv"):
         load_task("no-such-benchmark")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sklearn.base import clone
 
 from bot.errors import PredictorError
 from bot.normalise import NormalisedIssue
@@ -89,8 +90,8 @@ def label_priors(data: TrainingSet) -> dict[str, Distribution]:
 class PerAxisModels:
     """One scikit-learn classifier per axis on a shared feature matrix; an axis with one label is constant."""
 
-    def __init__(self, make: Callable[[], Any]) -> None:
-        self._make = make
+    def __init__(self, prototype: Any) -> None:
+        self._prototype = prototype  # an unfitted estimator, cloned per axis (a fitted copy must pickle)
         self._models: dict[str, Any] = {}
         self._labels: dict[str, tuple[str, ...]] = {}
 
@@ -101,7 +102,7 @@ class PerAxisModels:
             if len(set(labels)) < 2:
                 self._models[axis] = labels[0] if labels else self._labels[axis][0]
             else:
-                self._models[axis] = self._make().fit(matrix[rows], labels)
+                self._models[axis] = clone(self._prototype).fit(matrix[rows], labels)
 
     def predict(self, matrix: Any, count: int) -> list[AxisDistributions]:
         out: list[AxisDistributions] = [{} for _ in range(count)]

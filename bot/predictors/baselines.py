@@ -28,7 +28,7 @@ class TfidfPredictor(Predictor):
 
     def fit(self, data: TrainingSet) -> None:
         self._vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, max_features=30000)
-        self._models = PerAxisModels(lambda: LogisticRegression(max_iter=2000, C=10.0))
+        self._models = PerAxisModels(LogisticRegression(max_iter=2000, C=10.0))
         self._models.fit(data, self._vectorizer.fit_transform(data.texts))
 
     def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:

@@ -30,7 +30,7 @@ class LinearPredictor(Predictor):
         self._tfidf = TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_df=0.5, sublinear_tf=True,
                                       max_features=20000)
         self._tfidf.fit(data.texts)
-        self._models = PerAxisModels(lambda: LogisticRegression(C=self.c, max_iter=3000, class_weight="balanced"))
+        self._models = PerAxisModels(LogisticRegression(C=self.c, max_iter=3000, class_weight="balanced"))
         self._models.fit(data, self._features(data.index.vectors, data.texts))
 
     def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:

@@ -14,7 +14,7 @@ delivery_var: ContextVar[str | None] = ContextVar("delivery", default=None)
 # Tokens GitHub issues (ghs_, ghp_, gho_, ghu_, ghr_, github_pat_), JWTs and PEM keys never reach a log.
 _SECRETS = re.compile(r"(gh[pousr]_[A-Za-z0-9]{8,}|github_pat_[A-Za-z0-9_]{8,}|eyJ[\w-]{8,}\.[\w-]+\.[\w-]+|"
                       r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----)")
-_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "delivery"}
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "delivery", "color_message"}
 
 
 @contextmanager

@@ -118,9 +118,9 @@ def test_payloads_parse_into_domain_events_and_a_missing_field_is_named() -> Non
     assert not event.sender_is_bot and not event.is_pull_request
     broken = load_payload("issues-opened")
     broken["repository"] = {"name": "fastdist"}
-    with pytest.raises(PayloadFieldError, match="repository.full_name"):
+    with pytest.raises(PayloadFieldError, match=r"repository\.full_name"):
         parse_event("issues", broken)
     broken = load_payload("issues-opened")
     broken["issue"]["number"] = "42"
-    with pytest.raises(PayloadFieldError, match="issue.number"):
+    with pytest.raises(PayloadFieldError, match=r"issue\.number"):
         parse_event("issues", broken)

@@ -44,9 +44,9 @@ def test_an_invalid_file_gives_the_defaults_and_a_log_line_naming_the_error(
 
 
 def test_a_valid_file_is_read(taxonomy: Taxonomy) -> None:
-    config = parse_repo_config("enabled: true\naxes: [symptom, kind]\nthresholds: {symptom: 0.8}\nshadow: true\n"
-                               "labels:\n  enabled: true\n  axes: [symptom]\n  names: {symptom: {hang_timeout: hang}}\n",
-                               taxonomy)
+    text = ("enabled: true\naxes: [symptom, kind]\nthresholds: {symptom: 0.8}\nshadow: true\n"
+            "labels:\n  enabled: true\n  axes: [symptom]\n  names: {symptom: {hang_timeout: hang}}\n")
+    config = parse_repo_config(text, taxonomy)
     assert config.axes == ("kind", "symptom") and config.thresholds == {"symptom": 0.8} and config.shadow
     assert config.labels.enabled and config.labels.name("symptom", "hang_timeout") == "hang"
 

@@ -16,8 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.engine import Engine
 from bot.service.events import Decision
 from bot.service.store import Store
+from bot.settings import Settings
+from tests.fake_github import FakeGitHub, app_settings_for, deliver, issue_payload, running_service, wait_idle
 
 
 def _free_port() -> int:
@@ -54,17 +57,20 @@ def postgres_server() -> Iterator[str]:
         shutil.rmtree(data, ignore_errors=True)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.sqlite3'}"
+def _new_database(server: str) -> str:
     import psycopg
 
-    server: str = request.getfixturevalue("postgres_server")
     name = f"t_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     return f"{server}/{name}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.sqlite3'}"
+    return _new_database(request.getfixturevalue("postgres_server"))
 
 
 @pytest.fixture
@@ -110,11 +116,14 @@ def test_claiming_is_atomic_across_connections(store: Store, url: str) -> None:
 
 
 def test_one_issue_never_has_two_jobs_running(store: Store) -> None:
+    """Two replicas must not race for one issue's comment (a query rule, and a unique index behind it)."""
     _record(store, "opened", issue="o/r#7")
     _record(store, "edited", issue="o/r#7")
     first = store.claim_job()
     assert first is not None and first.delivery_id == "opened"
     assert store.claim_job() is None
+    with pytest.raises(Exception, match=r"(?i)unique"), store._tx() as run:
+        run("UPDATE jobs SET status = 'running' WHERE delivery_id = 'edited'")
     store.finish_job(first.id)
     second = store.claim_job()
     assert second is not None and second.delivery_id == "edited"
@@ -125,6 +134,7 @@ def test_jobs_left_running_are_queued_again_at_start_up(store: Store, url: str) 
     job = store.claim_job()
     assert job is not None and job.attempts == 1
     restarted = Store(url)
+    assert restarted.requeue_running(stale_after_s=600) == 0, "another replica may still be running it"
     assert restarted.requeue_running() == 1
     again = restarted.claim_job()
     assert again is not None and again.id == job.id and again.attempts == 2
@@ -166,3 +176,16 @@ def test_decisions_and_feedback_round_trip(store: Store) -> None:
     store.save_feedback("c-2", "o/r", 1, "dana", "title", "body", {"symptom": "out_of_memory"})
     assert store.corrections("o/r", 1) == {"symptom": "out_of_memory"}
     assert [case["value"] for case in store.feedback_cases()] == ["hang_timeout", "out_of_memory"]
+
+
+def test_the_service_runs_on_postgresql(settings: Settings, engine: Engine, postgres_server: str,
+                                        tmp_path: Path) -> None:
+    with FakeGitHub().running() as github:
+        github.add_repo("example-org/fastdist")
+        payload = issue_payload(github)
+        app_settings = app_settings_for(settings, github, tmp_path, database_url=_new_database(postgres_server))
+        with running_service(app_settings, engine) as client:
+            assert deliver(client, payload, delivery_id="pg-1").status_code == 202
+            assert deliver(client, payload, delivery_id="pg-1").json()["status"] == "duplicate"
+            assert wait_idle(client) == {"done": 1}
+        assert len(github.bot_comments("example-org/fastdist", 42)) == 1

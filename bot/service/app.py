@@ -47,7 +47,9 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         client = github(settings)
         store = Store(settings.sqlite_url)
-        requeued = store.requeue_running()
+        # One SQLite file has one service, so at start-up every 'running' job is orphaned; on PostgreSQL
+        # another replica may be running it, so only stale ones are (and the worker keeps checking).
+        requeued = store.requeue_running(options.stale_job_s if store.postgres else 0.0)
         if requeued:
             log.warning("%d job(s) left unfinished by the last run are queued again", requeued)
         slot = EngineSlot(engine)

@@ -27,6 +27,8 @@ class ServiceOptions:
     retry_base_s: float = 2.0
     retry_max_s: float = 900.0
     run_worker: bool = True
+    # PostgreSQL may serve several replicas: a job 'running' this long is taken to be orphaned by a dead one.
+    stale_job_s: float = 600.0
     shutdown_timeout_s: float = 10.0
 
 

@@ -23,6 +23,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT, next_attempt_at DOUBLE PRECISION NOT NULL,
     received_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL);
 CREATE INDEX IF NOT EXISTS jobs_due ON jobs (status, next_attempt_at);
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_running_per_issue ON jobs (issue_key) WHERE status = 'running';
 CREATE TABLE IF NOT EXISTS decisions (
     delivery_id TEXT PRIMARY KEY, repo TEXT NOT NULL, number INTEGER NOT NULL,
     created_at DOUBLE PRECISION NOT NULL, decision TEXT NOT NULL);
@@ -62,6 +63,8 @@ class Store:
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         with self._lock:
+            if self.postgres and (self._conn.closed or self._conn.broken):  # the server restarted: reconnect
+                self._conn = _connect_postgres(self.url)
             cur = self._conn.cursor()
 
             def run(sql: str, params: Sequence[Any] = ()) -> Any:
@@ -112,9 +115,14 @@ class Store:
     def claim_job(self, now: float | None = None) -> Job | None:
         """Atomically take the next due job (status 'running', one more attempt), or None."""
         now = time.time() if now is None else now
-        with self._tx() as run:
-            lock = "FOR UPDATE SKIP LOCKED" if self.postgres else ""
-            row = run(CLAIM.format(lock=lock), (now, now)).fetchone()
+        lock = "FOR UPDATE SKIP LOCKED" if self.postgres else ""
+        try:
+            with self._tx() as run:
+                row = run(CLAIM.format(lock=lock), (now, now)).fetchone()
+        except Exception as exc:
+            if _is_integrity_error(exc):  # another worker took a job of the same issue at the same instant
+                return None
+            raise
         return _job(row) if row else None
 
     def finish_job(self, job_id: int) -> None:
@@ -131,12 +139,12 @@ class Store:
                 "WHERE id = ?",
                 (error, now + delay_s, now, job_id))
 
-    def requeue_running(self) -> int:
-        """At start-up: jobs a crash or a restart left 'running' are queued again."""
+    def requeue_running(self, stale_after_s: float = 0.0) -> int:
+        """Jobs a crash or a restart left 'running' (for `stale_after_s` at least) are queued again."""
         now = time.time()
         with self._tx() as run:
             return int(run("UPDATE jobs SET status = 'queued', next_attempt_at = ?, updated_at = ? "
-                           "WHERE status = 'running'", (now, now)).rowcount)
+                           "WHERE status = 'running' AND updated_at <= ?", (now, now, now - stale_after_s)).rowcount)
 
     def _set_status(self, job_id: int, status: str, error: str | None) -> None:
         with self._tx() as run:
@@ -205,6 +213,14 @@ class Store:
 def _job(row: Sequence[Any]) -> Job:
     keys = [key.strip() for key in JOB_COLUMNS.split(",")]
     return Job.model_validate(dict(zip(keys, row, strict=True)))
+
+
+def _is_integrity_error(exc: Exception) -> bool:
+    if isinstance(exc, sqlite3.IntegrityError):
+        return True
+    import psycopg
+
+    return isinstance(exc, psycopg.IntegrityError)
 
 
 def _connect_sqlite(url: str) -> sqlite3.Connection:

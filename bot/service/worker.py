@@ -46,8 +46,12 @@ class Worker:
     def _run(self) -> None:
         while not self._stop.is_set() and not self.state.engine.ready.wait(0.1):
             pass
+        next_sweep = 0.0
         while not self._stop.is_set():
             try:
+                if self.state.store.postgres and time.monotonic() >= next_sweep:
+                    self.state.store.requeue_running(self.state.options.stale_job_s)
+                    next_sweep = time.monotonic() + 60.0
                 job = self.state.store.claim_job()
             except Exception:  # a database hiccup must not kill the worker
                 log.exception("cannot claim a job")

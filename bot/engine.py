@@ -19,7 +19,7 @@ from bot.domain import Case, Issue, TriageResult
 from bot.embedding import Embedder, EmbeddingCache
 from bot.normalise import NormalisedIssue, normalise
 from bot.policy import Calibrator, decide, fit_calibrator, out_of_fold
-from bot.predictors.base import Predictor, Query, TrainingSet, make_predictor, predictor_names
+from bot.predictors.base import Predictor, Query, TrainingSet, make_predictor, predictor_names, training_label
 from bot.retrieval import CaseIndex
 from bot.settings import AXES, Settings
 from bot.taxonomy import Taxonomy, load_taxonomy
@@ -53,6 +53,36 @@ class Engine:
     def model_id(self) -> str:
         llm = self.predictor.describe().get("model")
         return f"{self.embedder.model_id}+{self.predictor.name}" + (f"({llm})" if llm else "")
+
+    def add_cases(self, cases: Sequence[Case]) -> int:
+        """Make labelled cases retrievable at once (maintainers' corrections); a case with a known id is replaced.
+
+        Neighbours and the `knn` vote see them immediately; fitted classifiers learn them at their next fit.
+        """
+        if not cases:
+            return 0
+        normalised = [normalise(c) for c in cases]
+        vectors = self.embedder.embed([n.text for n in normalised])
+        training, index = self.training, self.training.index
+        position = {c.id: i for i, c in enumerate(index.cases)}
+        rows = list(index.vectors)
+        for case, norm, vector in zip(cases, normalised, vectors, strict=True):
+            targets = {axis: training_label(case.labels, case.silver, self.taxonomy, axis, self.settings.use_silver)
+                       for axis in AXES}
+            if case.id in position:
+                i = position[case.id]
+                index.cases[i], training.texts[i], rows[i] = case, norm.text, vector
+                for axis in AXES:
+                    training.targets[axis][i] = targets[axis]
+                continue
+            position[case.id] = len(index.cases)
+            index.cases.append(case)
+            training.texts.append(norm.text)
+            rows.append(vector)
+            for axis in AXES:
+                training.targets[axis].append(targets[axis])
+        index.vectors = np.vstack(rows).astype(np.float32)
+        return len(cases)
 
     def triage(self, issue: Issue) -> TriageResult:
         return self.triage_many([issue])[0]

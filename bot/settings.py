@@ -45,7 +45,12 @@ class Settings(BaseSettings):
     shadow: bool = False
     worker_poll_s: float = 0.5
     max_attempts: int = 6
-    write_interval_s: float = 1.0
+    write_interval_s: float = 1.0  # at most one write per second per installation
+    retry_base_s: float = 2.0  # backoff of a failed job: base * 2**(attempt-1), capped, unless GitHub says when
+    retry_max_s: float = 900.0
+    max_body_bytes: int = 5 * 1024 * 1024  # issue payloads are a few KB; GitHub caps deliveries at 25 MB
+    # PostgreSQL may serve several replicas: a job 'running' this long is taken to be orphaned by a dead one.
+    stale_job_s: float = 600.0
 
     @field_validator("thresholds")
     @classmethod

@@ -37,7 +37,7 @@ from bot.settings import Settings
 PAYLOADS = Path(__file__).parent / "payloads"
 BOT_LOGIN = "ddl-triage[bot]"
 SECRET = "test-webhook-secret"
-FAST = ServiceOptions(retry_base_s=0.05, retry_max_s=2.0, shutdown_timeout_s=10.0)
+FAST = ServiceOptions(shutdown_timeout_s=10.0)
 DROP = 0  # a "status" that closes the connection without an answer
 
 
@@ -293,7 +293,7 @@ def app_settings_for(settings: Settings, github: FakeGitHub, db_dir: Path, **ove
         "webhook_secret": SecretStr(SECRET), "github_app_id": github.app_id,
         "github_private_key": SecretStr(github.private_key), "github_api_url": github.base_url,
         "database_url": f"sqlite:///{db_dir / 'service.sqlite3'}", "worker_poll_s": 0.02,
-        "write_interval_s": 0.0, "max_attempts": 4}
+        "write_interval_s": 0.0, "max_attempts": 4, "retry_base_s": 0.05, "retry_max_s": 2.0}
     return settings.model_copy(update=update | overrides)
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+
 from bot.comment import has_marker, render_comment
-from bot.domain import Issue
+from bot.domain import Case, Issue
 from bot.engine import Engine
 from bot.settings import AXES
 from bot.taxonomy import Taxonomy
@@ -74,3 +76,19 @@ def test_the_batch_record_follows_the_contract(engine: Engine) -> None:
     assert set(record) == {"id", "predictions", "neighbours"}
     assert set(record["predictions"]) == set(AXES)  # type: ignore[arg-type]
     assert set(record["neighbours"][0]) == {"id", "url", "score"}  # type: ignore[index]
+
+
+def test_added_cases_are_retrievable_at_once_and_replace_by_id(engine: Engine) -> None:
+    own = Engine(settings=engine.settings, taxonomy=engine.taxonomy, embedder=engine.embedder,
+                 training=copy.deepcopy(engine.training), predictor=engine.predictor, calibrator=engine.calibrator,
+                 load_report=engine.load_report)
+    size = len(own.index)
+    case = Case(id="o/r#9", title="MoE router drops tokens silently with expert parallel 4",
+                body="expert capacity factor ignored", url="https://github.com/o/r/issues/9",
+                labels={"symptom": "incorrect_output"})
+    assert own.add_cases([case]) == 1
+    assert own.triage(Issue(id="q", title=case.title, body=case.body)).neighbours[0].id == "o/r#9"
+    own.add_cases([case.model_copy(update={"labels": {"symptom": "unexpected_parallelization"}})])
+    assert len(own.index) == size + 1 == len(own.training.texts) == len(own.index.vectors)
+    assert own.training.targets["symptom"][-1] == "unexpected_parallelization"
+    assert len(engine.index) == size  # the session engine is untouched

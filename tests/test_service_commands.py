@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from bot.domain import Issue
 from bot.engine import Engine
 from bot.service.commands import TriageCommand, parse_command
+from bot.service.github import issue_html_url
 from bot.settings import Settings
 from tests.fake_github import (
     FakeGitHub,
@@ -80,6 +82,18 @@ def test_a_correction_is_stored_as_a_labelled_case_and_shown_in_the_same_comment
     assert "`out_of_memory`" in comment["body"] and "100%" in comment["body"]
 
 
+def test_a_correction_joins_the_case_base_at_once(client: TestClient, github: FakeGitHub) -> None:
+    deliver(client, command(github, "/triage symptom=out_of_memory stage=training"), event="issue_comment")
+    assert wait_idle(client) == {"done": 2}
+    engine = state_of(client).engine.engine
+    assert engine is not None
+    [learned] = [c for c in engine.index.cases if c.id == f"{REPO}#42"]
+    assert learned.labels == {"symptom": "out_of_memory", "stage": "training"}
+    assert learned.url is not None and learned.url.endswith(f"/{REPO}/issues/42")
+    result = engine.triage(Issue(id="other", title=learned.title, body=learned.body))
+    assert result.neighbours[0].id == f"{REPO}#42"  # the corrected issue is now evidence for look-alikes
+
+
 def test_someone_without_write_access_cannot_command_the_bot(client: TestClient, github: FakeGitHub) -> None:
     [before] = github.bot_comments(REPO, 42)
     writes = len(github.writes())
@@ -101,3 +115,8 @@ def test_plain_comments_and_bot_comments_make_no_job(client: TestClient, github:
     by_bot = deliver(client, command(github, "/triage", author="other-bot[bot]", kind="Bot"), event="issue_comment")
     assert plain.json()["status"] == by_bot.json()["status"] == "ignored"
     assert state_of(client).store.job_counts() == {"done": 1}
+
+
+def test_issue_web_addresses_follow_the_api_host() -> None:
+    assert issue_html_url("https://api.github.com", "o/r", 7) == "https://github.com/o/r/issues/7"
+    assert issue_html_url("https://ghe.example.com/api/v3/", "o/r", 7) == "https://ghe.example.com/o/r/issues/7"

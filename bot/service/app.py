@@ -15,6 +15,7 @@ from bot.errors import TriageError
 from bot.service import ops, webhook
 from bot.service.credentials import AppCredentials, check_credentials
 from bot.service.errors import DeliveryRejected
+from bot.service.feedback import learn_corrections
 from bot.service.github import GitHubApp
 from bot.service.logs import configure_logging
 from bot.service.metrics import Metrics
@@ -49,12 +50,17 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
         store = Store(settings.sqlite_url)
         # One SQLite file has one service, so at start-up every 'running' job is orphaned; on PostgreSQL
         # another replica may be running it, so only stale ones are (and the worker keeps checking).
-        requeued = store.requeue_running(options.stale_job_s if store.postgres else 0.0)
+        requeued = store.requeue_running(settings.stale_job_s if store.postgres else 0.0)
         if requeued:
             log.warning("%d job(s) left unfinished by the last run are queued again", requeued)
+        def learn(ready: Engine) -> None:  # maintainers' corrections so far join the case base
+            learn_corrections(ready, store, settings.github_api_url)
+
         slot = EngineSlot(engine)
         if engine is None:
-            slot.load_in_background(settings)
+            slot.load_in_background(settings, on_ready=learn)
+        else:
+            learn(engine)
         state = ServiceState(settings=settings, options=options, store=store, metrics=Metrics(), engine=slot,
                              github=client)
         worker = Worker(state)

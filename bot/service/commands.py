@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from bot.service.events import WebhookEvent
-from bot.service.feedback import record_corrections, validate_corrections
+from bot.service.feedback import learn_corrections, record_corrections, validate_corrections
 from bot.service.router import JobContext, Router
 from bot.service.triage_job import triage_issue
 
@@ -60,6 +60,7 @@ def handle_comment(ctx: JobContext, event: WebhookEvent) -> str:
         return "invalid command"
     if corrections:
         record_corrections(ctx.state.store, ctx.delivery_id, event, author, corrections)
+        learn_corrections(ctx.engine, ctx.state.store, ctx.state.settings.github_api_url)
     return triage_issue(ctx, event)
 
 

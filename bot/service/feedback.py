@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
-from bot.domain import AxisPrediction, TriageResult
+from bot.domain import AxisPrediction, Case, TriageResult
+from bot.engine import Engine
 from bot.service.events import WebhookEvent
+from bot.service.github import issue_html_url
 from bot.service.store import Store
 from bot.settings import AXES
 from bot.taxonomy import Taxonomy
@@ -34,6 +37,28 @@ def record_corrections(store: Store, delivery_id: str, event: WebhookEvent, auth
                         corrections)
     log.info("correction recorded", extra={"repo": event.repo, "number": event.number, "author": author,
                                            "corrections": corrections})
+
+
+def feedback_cases(rows: list[dict[str, Any]], api_url: str) -> list[Case]:
+    """Stored corrections grouped per issue into labelled cases (the latest value per axis wins)."""
+    cases: dict[tuple[str, int], Case] = {}
+    for row in rows:
+        key = (str(row["repo"]), int(row["number"]))
+        case = cases.get(key) or Case(id=f"{key[0]}#{key[1]}", title=row["title"] or "", body=row["body"] or "",
+                                      repo=key[0], number=key[1], url=issue_html_url(api_url, key[0], key[1]),
+                                      source_file="feedback")
+        case.labels[str(row["axis"])] = str(row["value"])
+        case.title, case.body = row["title"] or "", row["body"] or ""
+        cases[key] = case
+    return list(cases.values())
+
+
+def learn_corrections(engine: Engine, store: Store, api_url: str) -> int:
+    """Add every stored correction to the engine's case base (at start-up, and after each new correction)."""
+    added = engine.add_cases(feedback_cases(store.feedback_cases(), api_url))
+    if added:
+        log.info("case base now holds %d maintainer-corrected issue(s)", added)
+    return added
 
 
 def apply_corrections(result: TriageResult, corrections: dict[str, str]) -> TriageResult:

@@ -33,6 +33,15 @@ DEFAULT_RATE_LIMIT_WAIT_S = 60.0
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 TIMEOUT_S = 15
 
+
+
+def issue_html_url(api_url: str, repo: str, number: int) -> str:
+    """The web address of an issue, from the API base URL (github.com or GitHub Enterprise Server)."""
+    base = api_url.rstrip("/")
+    web = "https://github.com" if base == "https://api.github.com" else base.removesuffix("/api/v3")
+    return f"{web}/{repo}/issues/{number}"
+
+
 # --- webhook payloads -------------------------------------------------------------------------------------
 
 

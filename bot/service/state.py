@@ -21,14 +21,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ServiceOptions:
-    """Knobs of the service that are not (yet) in Settings; tests shorten the waits."""
+    """How one app instance runs, beside the Settings; tests stop the worker to simulate a crash."""
 
-    max_body_bytes: int = 5 * 1024 * 1024  # issue payloads are a few KB; GitHub caps deliveries at 25 MB
-    retry_base_s: float = 2.0
-    retry_max_s: float = 900.0
     run_worker: bool = True
-    # PostgreSQL may serve several replicas: a job 'running' this long is taken to be orphaned by a dead one.
-    stale_job_s: float = 600.0
     shutdown_timeout_s: float = 10.0
 
 
@@ -42,12 +37,14 @@ class EngineSlot:
         if engine is not None:
             self.ready.set()
 
-    def load_in_background(self, settings: Settings) -> None:
-        threading.Thread(target=self._load, args=(settings,), name="ddl-triage-engine", daemon=True).start()
+    def load_in_background(self, settings: Settings, on_ready: Callable[[Engine], object]) -> None:
+        threading.Thread(target=self._load, args=(settings, on_ready), name="ddl-triage-engine",
+                         daemon=True).start()
 
-    def _load(self, settings: Settings) -> None:
+    def _load(self, settings: Settings, on_ready: Callable[[Engine], object]) -> None:
         try:
             self.engine = build_engine(settings)
+            on_ready(self.engine)
             log.info("case base loaded", extra={"cases": len(self.engine.index)})
             self.ready.set()
         except Exception as exc:  # the health check reports it; intake keeps storing deliveries

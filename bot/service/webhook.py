@@ -31,7 +31,7 @@ async def receive_webhook(request: Request, state: StateDep) -> JSONResponse:
     delivery_id = request.headers.get("x-github-delivery", "")
     event_name = request.headers.get("x-github-event", "")
     with bind_delivery(delivery_id or None):
-        body = await read_body(request, state.options.max_body_bytes)
+        body = await read_body(request, state.settings.max_body_bytes)
         check_signature(state, body, request.headers.get("x-hub-signature-256"))
         if not delivery_id or not event_name:
             raise MalformedPayload("the X-GitHub-Delivery and X-GitHub-Event headers are required")

@@ -50,7 +50,7 @@ class Worker:
         while not self._stop.is_set():
             try:
                 if self.state.store.postgres and time.monotonic() >= next_sweep:
-                    self.state.store.requeue_running(self.state.options.stale_job_s)
+                    self.state.store.requeue_running(self.state.settings.stale_job_s)
                     next_sweep = time.monotonic() + 60.0
                 job = self.state.store.claim_job()
             except Exception:  # a database hiccup must not kill the worker
@@ -89,7 +89,7 @@ class Worker:
 
     def backoff(self, attempts: int) -> float:
         """Exponential backoff with a little jitter, capped."""
-        options = self.state.options
+        options = self.state.settings
         delay = min(options.retry_max_s, options.retry_base_s * 2 ** max(0, attempts - 1))
         return delay * random.uniform(1.0, 1.2)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -40,3 +42,9 @@ def taxonomy() -> Taxonomy:
 def engine(settings: Settings) -> Engine:
     """The real default engine on every gold file: real embeddings, real predictor, real calibration."""
     return build_engine(settings)
+
+
+@pytest.fixture
+def private_engine(engine: Engine) -> Engine:
+    """The session engine with its own copy of the case base, for tests that add cases to it."""
+    return dataclasses.replace(engine, training=copy.deepcopy(engine.training))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-
 from bot.comment import has_marker, render_comment
 from bot.domain import Case, Issue
 from bot.engine import Engine
@@ -78,10 +76,8 @@ def test_the_batch_record_follows_the_contract(engine: Engine) -> None:
     assert set(record["neighbours"][0]) == {"id", "url", "score"}  # type: ignore[index]
 
 
-def test_added_cases_are_retrievable_at_once_and_replace_by_id(engine: Engine) -> None:
-    own = Engine(settings=engine.settings, taxonomy=engine.taxonomy, embedder=engine.embedder,
-                 training=copy.deepcopy(engine.training), predictor=engine.predictor, calibrator=engine.calibrator,
-                 load_report=engine.load_report)
+def test_added_cases_are_retrievable_at_once_and_replace_by_id(engine: Engine, private_engine: Engine) -> None:
+    own = private_engine
     size = len(own.index)
     case = Case(id="o/r#9", title="MoE router drops tokens silently with expert parallel 4",
                 body="expert capacity factor ignored", url="https://github.com/o/r/issues/9",

@@ -36,9 +36,9 @@ def github() -> Iterator[FakeGitHub]:
 
 
 @pytest.fixture
-def client(settings: Settings, engine: Engine, github: FakeGitHub, tmp_path: Path) -> Iterator[TestClient]:
-    """A service whose issue #42 already carries the bot's comment."""
-    with running_service(app_settings_for(settings, github, tmp_path), engine) as client:
+def client(settings: Settings, private_engine: Engine, github: FakeGitHub, tmp_path: Path) -> Iterator[TestClient]:
+    """A service whose issue #42 already carries the bot's comment (corrections change its own case base)."""
+    with running_service(app_settings_for(settings, github, tmp_path), private_engine) as client:
         deliver(client, issue_payload(github))
         assert wait_idle(client) == {"done": 1}
         yield client

@@ -132,7 +132,7 @@ def predict(
 
     def report(err: DataError) -> None:
         nonlocal skipped
-        skipped += "skipped" in str(err)
+        skipped += not err.kept
         typer.echo(f"ddl-triage: warning: {err}", err=True)
 
     issues = list(read_issues(input, report))

@@ -47,7 +47,7 @@ def iter_json_lines(path: Path) -> Iterator[tuple[int, dict[str, object] | DataE
             except UnicodeDecodeError:
                 text = raw.decode("utf-8", errors="replace")
                 yield lineno, DataError("bytes that are not UTF-8 were replaced by U+FFFD; line kept",
-                                        path=str(path), line=lineno)
+                                        path=str(path), line=lineno, kept=True)
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as exc:
@@ -114,6 +114,10 @@ def load_gold(path: Path, taxonomy: Taxonomy, report: LoadReport | None = None) 
     """All valid records of a gold file; invalid lines are added to `report` (or raised when none)."""
     cases: list[Case] = []
     for lineno, obj in iter_json_lines(path):
+        if isinstance(obj, DataError) and obj.kept:  # a warning only: the line itself follows
+            if report is not None:
+                report.warn(obj)
+            continue
         try:
             if isinstance(obj, DataError):
                 raise obj

@@ -15,12 +15,13 @@ class DataError(TriageError):
     """A dataset or input line cannot be used; names the file, line and field."""
 
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 field: str | None = None) -> None:
+                 field: str | None = None, kept: bool = False) -> None:
         where = ":".join(str(p) for p in (path, line) if p is not None)
         prefix = f"{where}: " if where else ""
         suffix = f" (field {field!r})" if field else ""
         super().__init__(f"{prefix}{message}{suffix}")
         self.path, self.line, self.field = path, line, field
+        self.kept = kept  # a warning about a line that was still used, not a line that was skipped
 
 
 class PredictorError(TriageError):

@@ -45,8 +45,11 @@ def _label_text(taxonomy: Taxonomy, axis: str, label: str) -> str:
 
 
 def axis_definition(taxonomy: Taxonomy, axis: str, label: str) -> str:
-    definition = taxonomy.value(axis, label).definition or ""
-    return re.split(r" - | \(|, ", definition)[0].rstrip(".")
+    plain = re.sub(r"\s*\([^)]*\)", "", taxonomy.value(axis, label).definition or "")
+    definition = plain.split(" - ")[0].rstrip(".")
+    if len(definition) <= 70:
+        return definition
+    return definition[:70].rsplit(" ", 1)[0].rstrip(",;") + "…"
 
 
 def render_comment(result: TriageResult, taxonomy: Taxonomy, axes: tuple[str, ...] = AXES,

@@ -6,9 +6,9 @@ from functools import cache
 from pathlib import Path
 from string import Template
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
+from bot.datafile import load_yaml_model
 from bot.errors import ConfigError
 from bot.paths import shipped_dir
 
@@ -53,11 +53,4 @@ def prompt_path(name: str) -> Path:
 @cache
 def load_prompt(name: str = "triage-v1") -> PromptTemplate:
     """A shipped prompt by version name, or a YAML file path."""
-    path = prompt_path(name)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        return PromptTemplate.model_validate(raw)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: prompt file not found") from None
-    except (yaml.YAMLError, ValidationError) as exc:
-        raise ConfigError(f"{path}: invalid prompt: {exc}") from None
+    return load_yaml_model(prompt_path(name), PromptTemplate, "prompt")

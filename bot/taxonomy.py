@@ -5,9 +5,9 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
+from bot.datafile import load_yaml_model
 from bot.errors import ConfigError
 from bot.paths import shipped_dir
 
@@ -109,19 +109,10 @@ def taxonomy_path(name: str) -> Path:
 
 def load_taxonomy_file(path: Path) -> Taxonomy:
     """Load and validate one taxonomy file; every problem names the file and the entry."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.is_file():
         shipped = sorted(p.stem for p in shipped_dir("taxonomy").glob("*.yaml"))
-        raise ConfigError(f"{path}: taxonomy file not found; shipped taxonomies: {shipped}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    try:
-        taxonomy = Taxonomy.model_validate(raw)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<top>'}: {err['msg']}" for err in exc.errors())
-        raise ConfigError(f"{path}: invalid taxonomy: {problems}") from None
+        raise ConfigError(f"{path}: taxonomy file not found; shipped taxonomies: {shipped}")
+    taxonomy = load_yaml_model(path, Taxonomy, "taxonomy")
     if taxonomy.maps_onto:
         _check_mapping(path, taxonomy, load_taxonomy(taxonomy.maps_onto))
     return taxonomy

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from bot.datafile import load_yaml_model
 from bot.errors import ConfigError
 from bot.predictors import predictor_names
 from eval.folds import NEAR_DUPLICATE_COSINE
@@ -88,17 +88,7 @@ def task_files() -> list[Path]:
 
 def load_task_file(path: Path) -> Task:
     """Load and validate one definition; a problem names the file and the field."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    try:
-        task = Task.model_validate(raw)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<top>'}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"{path}: invalid benchmark definition: {problems}") from None
+    task = load_yaml_model(path, Task, "benchmark definition")
     if task.name != path.stem:
         raise ConfigError(f"{path}: name {task.name!r} must match the file name {path.stem!r} (field 'name')")
     return task

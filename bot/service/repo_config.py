@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from bot.datafile import parse_yaml_model
 from bot.domain import AxisPrediction, TriageResult
+from bot.errors import ConfigError
 from bot.settings import AXES
 from bot.taxonomy import Taxonomy
 
@@ -87,23 +88,10 @@ def parse_repo_config(text: str | None, taxonomy: Taxonomy, where: str = CONFIG_
     if text is None:
         return RepoConfig()
     try:
-        raw = yaml.safe_load(text)
-        if raw is None:
-            return RepoConfig()
-        if not isinstance(raw, dict):
-            raise ValueError("the file must be a mapping of settings")
-        return RepoConfig.model_validate(raw, context={"taxonomy": taxonomy})
-    except (yaml.YAMLError, ValueError) as exc:
-        log.warning("%s is invalid, using the defaults: %s", where, _describe(exc))
+        return parse_yaml_model(text, RepoConfig, where, "config", context={"taxonomy": taxonomy})
+    except ConfigError as exc:
+        log.warning("%s is invalid, using the defaults: %s", where, str(exc).removeprefix(f"{where}: "))
         return RepoConfig()
-
-
-def _describe(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '<top>'}: {err['msg']}"
-                         for err in exc.errors())
-    prefix = "not valid YAML: " if isinstance(exc, yaml.YAMLError) else ""
-    return prefix + " ".join(str(exc).split())
 
 
 def apply_thresholds(result: TriageResult, thresholds: dict[str, float]) -> TriageResult:

@@ -9,7 +9,7 @@ import json
 import logging
 import pickle
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +44,7 @@ class Engine:
     predictor: Predictor
     calibrator: Calibrator
     load_report: LoadReport
+    private_cases: dict[str, str] = field(default_factory=dict)  # case id -> the only repository it serves
 
     @property
     def index(self) -> CaseIndex:
@@ -54,35 +55,48 @@ class Engine:
         llm = self.predictor.describe().get("model")
         return f"{self.embedder.model_id}+{self.predictor.name}" + (f"({llm})" if llm else "")
 
-    def add_cases(self, cases: Sequence[Case]) -> int:
-        """Make labelled cases retrievable at once (maintainers' corrections); a case with a known id is replaced.
+    def add_cases(self, cases: Sequence[Case], private: bool = False) -> int:
+        """Make labelled cases retrievable at once (maintainers' corrections).
 
-        Neighbours and the `knn` vote see them immediately; fitted classifiers learn them at their next fit.
+        A case whose id is already known has its labels updated, axis by axis. `private` cases are only
+        retrieved for issues of their own repository (a correction in one installation never shows up in
+        another's comments). Neighbours and the `knn` vote see new cases at once; fitted classifiers learn
+        them at their next fit.
         """
         if not cases:
             return 0
-        normalised = [normalise(c) for c in cases]
-        vectors = self.embedder.embed([n.text for n in normalised])
         training, index = self.training, self.training.index
         position = {c.id: i for i, c in enumerate(index.cases)}
-        rows = list(index.vectors)
-        for case, norm, vector in zip(cases, normalised, vectors, strict=True):
-            targets = {axis: training_label(case.labels, case.silver, self.taxonomy, axis, self.settings.use_silver)
-                       for axis in AXES}
+        fresh: list[Case] = []
+        for case in cases:
             if case.id in position:
                 i = position[case.id]
-                index.cases[i], training.texts[i], rows[i] = case, norm.text, vector
+                known = index.cases[i]
+                labels = known.labels | {axis: v for axis, v in case.labels.items() if v is not None}
+                index.cases[i] = known.model_copy(update={"labels": labels})
                 for axis in AXES:
-                    training.targets[axis][i] = targets[axis]
-                continue
-            position[case.id] = len(index.cases)
-            index.cases.append(case)
-            training.texts.append(norm.text)
-            rows.append(vector)
+                    training.targets[axis][i] = self._target(index.cases[i], axis)
+            else:
+                position[case.id] = len(index.cases) + len(fresh)
+                fresh.append(case)
+        if fresh:
+            normalised = [normalise(c) for c in fresh]
+            vectors = self.embedder.embed([n.text for n in normalised])
+            index.cases.extend(fresh)
+            training.texts.extend(n.text for n in normalised)
+            index.vectors = np.vstack([index.vectors, vectors]).astype(np.float32)
             for axis in AXES:
-                training.targets[axis].append(targets[axis])
-        index.vectors = np.vstack(rows).astype(np.float32)
+                training.targets[axis].extend(self._target(c, axis) for c in fresh)
+            if private:
+                self.private_cases.update({c.id: c.repo or "" for c in fresh})
         return len(cases)
+
+    def _target(self, case: Case, axis: str) -> str | None:
+        return training_label(case.labels, case.silver, self.taxonomy, axis, self.settings.use_silver)
+
+    def _excluded(self, issue: Issue) -> set[str]:
+        """The issue itself, and private cases of other repositories."""
+        return {issue.id} | {cid for cid, repo in self.private_cases.items() if repo != (issue.repo or "")}
 
     def triage(self, issue: Issue) -> TriageResult:
         return self.triage_many([issue])[0]
@@ -96,11 +110,12 @@ class Engine:
             normalised = [normalise(i) for i in batch]
             vectors = self.embedder.embed([n.text for n in normalised])
             queries = make_queries(self.index, normalised, vectors, self.settings.neighbours + 5,
-                                   [{i.id} for i in batch])
+                                   [self._excluded(i) for i in batch])
             distributions = self.predictor.predict_proba(queries)
             fallbacks = list(self.predictor.last_fallbacks) or [None] * len(batch)
             for issue, query, dist, fallback in zip(batch, queries, distributions, fallbacks, strict=True):
-                predictions = {axis: decide(axis, dist[axis], self.calibrator, self.settings.threshold(axis))
+                predictions = {axis: decide(axis, dist[axis], self.calibrator, self.settings.threshold(axis),
+                                            raw=self.predictor.calibration_score(axis, dist[axis]))
                                for axis in AXES}
                 results.append(TriageResult(
                     issue_id=issue.id, predictions=predictions,
@@ -148,6 +163,7 @@ def fit_engine(settings: Settings, cases: list[Case], *, embedder: Embedder, pre
     cached = _load_fitted(settings.cache_dir, key) if use_cache and predictor.cacheable else None
     if cached is not None:
         predictor, calibrator = cached
+        predictor.bind(training)  # the unpickled copy must share the live case base (add_cases extends it)
     else:
         if progress:
             progress("fitting predictor", 0, 1)

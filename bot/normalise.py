@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from bot.domain import EnvironmentFacts, Issue
 
 MAX_BODY_CHARS = 4000
+MAX_INPUT_CHARS = 200_000
 MAX_SIGNAL_LINES = 40
 KEEP_LAST_FRAMES = 4
 
@@ -58,7 +59,7 @@ class NormalisedIssue:
 
 def normalise(issue: Issue, max_chars: int = MAX_BODY_CHARS) -> NormalisedIssue:
     """Normalise one issue for embedding, classification and prompting."""
-    body = HTML_COMMENT.sub("", issue.body or "")
+    body = HTML_COMMENT.sub("", _clip(issue.body or ""))
     lines = _drop_boilerplate(body.replace("\r\n", "\n").split("\n"))
     lines = _drop_empty_sections(_dedupe_log_lines(lines))
     signal = tuple(_signal_lines(lines))
@@ -68,6 +69,14 @@ def normalise(issue: Issue, max_chars: int = MAX_BODY_CHARS) -> NormalisedIssue:
     title = (issue.title or "").strip()
     return NormalisedIssue(title=title, body=text, signal=signal,
                            environment=extract_environment(f"{title}\n{issue.body or ''}", issue.repo))
+
+
+def _clip(body: str) -> str:
+    """Bound the work on giant pastes: keep the head (the prose) and the tail (where the final error is)."""
+    if len(body) <= MAX_INPUT_CHARS:
+        return body
+    head = MAX_INPUT_CHARS // 4
+    return body[:head] + "\n[...]\n" + body[-(MAX_INPUT_CHARS - head):]
 
 
 def _drop_boilerplate(lines: list[str]) -> list[str]:
@@ -89,14 +98,15 @@ def _dedupe_log_lines(lines: list[str]) -> list[str]:
 
 def _drop_empty_sections(lines: list[str]) -> list[str]:
     """Remove headings followed only by blank lines up to the next heading (a template left unfilled)."""
-    out: list[str] = []
-    for i, line in enumerate(lines):
-        if HEADING.match(line):
-            rest = lines[i + 1:]
-            nxt = next((j for j, other in enumerate(rest) if HEADING.match(other)), len(rest))
-            if not any(other.strip() for other in rest[:nxt]):
-                continue
-        out.append(line)
+    is_heading = [bool(HEADING.match(line)) for line in lines]
+    filled = [False] * len(lines)  # for a heading: does any text follow before the next heading?
+    seen = False
+    for i in range(len(lines) - 1, -1, -1):
+        if is_heading[i]:
+            filled[i], seen = seen, False
+        elif lines[i].strip():
+            seen = True
+    out = [line for i, line in enumerate(lines) if not is_heading[i] or filled[i]]
     while out and not out[-1].strip():
         out.pop()
     return [line for i, line in enumerate(out) if line.strip() or (i and out[i - 1].strip())]
@@ -105,16 +115,19 @@ def _drop_empty_sections(lines: list[str]) -> list[str]:
 def _signal_lines(lines: list[str]) -> list[str]:
     """Exception and error lines, without traceback frames and code, most specific first."""
     found: list[str] = []
+    known: set[str] = set()
     for line in lines:
         stripped = RANK_PREFIX.sub("", line).strip()
         if not stripped or FRAME.match(stripped) or len(stripped) > 400:
             continue
         is_exception = re.match(r"^[\w.]*(?:Error|Exception|Interrupt)\b:?", stripped)
         is_signal = SIGNAL.search(stripped) and not stripped.startswith(("#", "import ", "from "))
-        if (is_exception or is_signal) and stripped not in found:
+        if (is_exception or is_signal) and stripped not in known:
+            known.add(stripped)
             found.append(stripped)
     exceptions = [s for s in found if re.match(r"^[\w.]*(?:Error|Exception)\b", s)]
-    return (exceptions + [s for s in found if s not in exceptions])[:MAX_SIGNAL_LINES]
+    first = set(exceptions)
+    return (exceptions + [s for s in found if s not in first])[:MAX_SIGNAL_LINES]
 
 
 def _shorten(lines: list[str], max_chars: int) -> str:
@@ -145,11 +158,12 @@ def _shorten(lines: list[str], max_chars: int) -> str:
             if out and out[-1] != "[...]":
                 out.append("[...]")
             continue
-        if size + len(line) > max_chars:
+        piece = line[:400]
+        if size + len(piece) > max_chars:
             out.append("[...]")
             break
-        out.append(line[:400])
-        size += len(out[-1]) + 1
+        out.append(piece)
+        size += len(piece) + 1
     return "\n".join(out).strip()
 
 

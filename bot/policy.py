@@ -36,10 +36,15 @@ def top_labels(dist: Distribution, n: int = TOP_N) -> list[tuple[str, float]]:
     return [(label, round(p, 4)) for label, p in ranked[:max(n, 3)]]
 
 
-def decide(axis: str, dist: Distribution, calibrator: Calibrator, threshold: float) -> AxisPrediction:
-    """The label to show (None to abstain), its calibrated confidence and the ranking head."""
+def decide(axis: str, dist: Distribution, calibrator: Calibrator, threshold: float,
+           raw: float | None = None) -> AxisPrediction:
+    """The label to show (None to abstain), its calibrated confidence and the ranking head.
+
+    `raw` is the score the calibrator was fitted on, when it is not the top probability (the llm predictor).
+    """
     top = top_labels(dist)
-    confidence = round(calibrator.confidence(axis, top[0][1]), 4) if top else 0.0
+    score = raw if raw is not None else (top[0][1] if top else 0.0)
+    confidence = round(calibrator.confidence(axis, score), 4) if top else 0.0
     label = top[0][0] if top and confidence >= threshold else None
     return AxisPrediction(label=label, confidence=confidence, top=top)
 

@@ -84,7 +84,7 @@ class FakeGitHub:
         self.comments: dict[int, dict[str, Any]] = {}
         self.requests: list[Recorded] = []
         self.tokens: dict[str, int] = {}
-        self._failures: dict[tuple[str, str], list[tuple[int, dict[str, str]]]] = {}
+        self._failures: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
         self._lock = threading.Lock()
         self._next_id = 1000
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -119,15 +119,21 @@ class FakeGitHub:
         repo.issues[issue["number"]] = issue
         return issue
 
-    def add_comment(self, repo: str, number: int, body: str, login: str = "maintainer", kind: str = "User") -> int:
+    def add_comment(self, repo: str, number: int, body: str, login: str = "maintainer", kind: str = "User",
+                    via_app: int | None = None) -> int:
+        """A comment by `login`; `via_app` is the id of the GitHub App that wrote it, if one did."""
         with self._lock:
             self._next_id += 1
             comment_id = self._next_id
         self.comments[comment_id] = self._comment_json(repo, number, comment_id, body, login, kind)
+        if via_app is not None:
+            self.comments[comment_id]["performed_via_github_app"] = {"id": via_app, "slug": login.removesuffix("[bot]"),
+                                                                    "name": login.removesuffix("[bot]")}
         return comment_id
 
-    def fail(self, method: str, path: str, *answers: tuple[int, dict[str, str]]) -> None:
-        """The next requests to `method path` get these answers (status, headers) instead of the real one."""
+    def fail(self, method: str, path: str, *answers: tuple[int, dict[str, str]] | tuple[int, dict[str, str], str]
+             ) -> None:
+        """The next requests to `method path` get these answers (status, headers[, message]), not the real one."""
         self._failures.setdefault((method, path), []).extend(answers)
 
     # --- inspecting ---------------------------------------------------------------------------------------
@@ -156,9 +162,10 @@ class FakeGitHub:
             queued = self._failures.get((method, path))
             failure = queued.pop(0) if queued else None
         if failure is not None:
-            status, headers = failure
-            return status, headers, {"message": "Server Error" if status >= 500 else "You have exceeded a "
-                                     "secondary rate limit. Please wait a few minutes before you try again."}
+            status, headers, *message = failure
+            default = ("Server Error" if status >= 500 else
+                       "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.")
+            return status, headers, {"message": message[0] if message else default}
         parts = path.strip("/").split("/")
         if parts[:2] == ["app", "installations"] and method == "POST":
             return self._access_token(int(parts[2]), auth)
@@ -200,6 +207,8 @@ class FakeGitHub:
             if permission is None:
                 return 404, {}, {"message": "Not Found"}
             return 200, {}, {"permission": permission, "user": {"login": rest[1], "type": "User"}}
+        if route == ("GET", "issues", "comments", "{n}") and int(rest[2]) in self.comments:
+            return 200, {}, _public(self.comments[int(rest[2])])
         if route == ("PATCH", "issues", "comments", "{n}") and int(rest[2]) in self.comments:
             comment = self.comments[int(rest[2])]
             comment["body"] = body["body"]
@@ -216,7 +225,7 @@ class FakeGitHub:
         if (method, *rest) == ("GET", "comments"):
             return 200, {}, [_public(c) for c in self.comments_on(repo.full_name, number)]
         if (method, *rest) == ("POST", "comments"):
-            comment_id = self.add_comment(repo.full_name, number, body["body"], BOT_LOGIN, "Bot")
+            comment_id = self.add_comment(repo.full_name, number, body["body"], BOT_LOGIN, "Bot", via_app=self.app_id)
             return 201, {}, _public(self.comments[comment_id])
         if (method, *rest) == ("POST", "labels"):
             names = body if isinstance(body, list) else body.get("labels", [])

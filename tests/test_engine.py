@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from bot.comment import has_marker, render_comment
 from bot.domain import Case, Issue
-from bot.engine import Engine
-from bot.settings import AXES
+from bot.engine import Engine, fit_engine
+from bot.settings import AXES, Settings
 from bot.taxonomy import Taxonomy
 
 OOM = Issue(id="new#1", title="CUDA out of memory when training with ZeRO stage 3 on 8 GPUs",
@@ -88,3 +88,48 @@ def test_added_cases_are_retrievable_at_once_and_replace_by_id(engine: Engine, p
     assert len(own.index) == size + 1 == len(own.training.texts) == len(own.index.vectors)
     assert own.training.targets["symptom"][-1] == "unexpected_parallelization"
     assert len(engine.index) == size  # the session engine is untouched
+
+
+def test_a_private_case_serves_only_its_own_repository(private_engine: Engine) -> None:
+    case = Case(id="acme/secret#3", repo="acme/secret", title="Pipeline stage 3 deadlocks in the send-recv ring",
+                body="p2p ring hangs", url="https://github.com/acme/secret/issues/3",
+                labels={"symptom": "hang_timeout"})
+    private_engine.add_cases([case], private=True)
+    query = {"title": case.title, "body": case.body}
+    elsewhere = private_engine.triage(Issue(id="oss/public#1", repo="oss/public", **query))
+    at_home = private_engine.triage(Issue(id="acme/secret#4", repo="acme/secret", **query))
+    assert "acme/secret#3" not in {n.id for n in elsewhere.neighbours}
+    assert at_home.neighbours[0].id == "acme/secret#3"
+
+
+def test_a_correction_of_a_known_case_keeps_its_other_labels(private_engine: Engine) -> None:
+    known = private_engine.index.cases[0]
+    private_engine.add_cases([Case(id=known.id, title=known.title, body=known.body, labels={"symptom": "none"})])
+    updated = private_engine.index.cases[0]
+    assert updated.labels["symptom"] == "none"
+    assert {k: v for k, v in updated.labels.items() if k != "symptom"} == \
+        {k: v for k, v in known.labels.items() if k != "symptom"}
+
+
+def test_hostile_text_of_a_neighbour_is_escaped_in_the_comment(private_engine: Engine, taxonomy: Taxonomy) -> None:
+    hostile = Case(id="o/r#66", repo="o/r", title="@everyone see [this](https://evil.example) <img src=x>",
+                   body="ZeRO-3 offload hangs at step 0 with NCCL watchdog", url="https://github.com/o/r/issues/66",
+                   labels={"symptom": "hang_timeout"})
+    private_engine.add_cases([hostile])
+    result = private_engine.triage(Issue(id="q", title=hostile.title, body=hostile.body))
+    assert result.neighbours[0].id == "o/r#66"
+    comment = render_comment(result, taxonomy)
+    assert "@everyone" not in comment and "<img" not in comment and "](https://evil.example)" not in comment
+
+
+def test_a_knn_engine_loaded_from_the_cache_sees_added_cases(settings: Settings, engine: Engine) -> None:
+    cases = engine.index.cases[:200]
+    knn_settings = settings.model_copy(update={"predictor": "knn"})
+    fit_engine(knn_settings, list(cases), embedder=engine.embedder)  # fills the fitted-model cache
+    loaded = fit_engine(knn_settings, list(cases), embedder=engine.embedder)
+    new = Case(id="o/r#77", title="Expert-parallel all-to-all returns garbage tokens", body="MoE output wrong",
+               url="https://github.com/o/r/issues/77", labels={"symptom": "incorrect_output"})
+    loaded.add_cases([new])
+    result = loaded.triage(Issue(id="q", title=new.title, body=new.body))
+    assert result.neighbours[0].id == "o/r#77"
+    assert result.predictions["symptom"].top[0][0] == "incorrect_output"

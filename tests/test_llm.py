@@ -13,7 +13,6 @@ from bot.domain import Issue
 from bot.engine import Engine
 from bot.errors import ConfigError
 from bot.llm.base import ResponseCache, make_chat_model
-from bot.policy import Calibrator
 from bot.predictors.base import make_predictor
 from bot.predictors.linear import LinearPredictor
 from bot.predictors.llm import LLMPredictor
@@ -40,8 +39,9 @@ def _llm_engine(engine: Engine, fallback: LinearPredictor, settings: Settings, c
     predictor = LLMPredictor(chat, fallback, load_prompt("triage-v1"),
                              ResponseCache(cache) if cache else None)
     predictor.prepare(engine.training)  # the fallback is fitted once per module
+    # The session engine's predictor is `linear`, the fallback: its calibration is the one an llm engine uses.
     return Engine(settings=settings, taxonomy=engine.taxonomy, embedder=engine.embedder, training=engine.training,
-                  predictor=predictor, calibrator=Calibrator(), load_report=LoadReport())
+                  predictor=predictor, calibrator=engine.calibrator, load_report=LoadReport())
 
 
 def _settings(server: FakeChatServer, base: Settings) -> Settings:
@@ -126,3 +126,20 @@ def test_the_local_smollm2_gguf_gives_a_valid_answer_or_a_recorded_fallback(
     for axis in AXES:
         assert result.predictions[axis].label in (None, *taxonomy.predictable(axis))
     assert (result.fallback is None) == (usage["fallbacks"] == 0)
+
+
+def test_llm_confidence_is_the_fallbacks_calibrated_belief_in_the_llms_label(
+        engine: Engine, fitted_linear: LinearPredictor, settings: Settings) -> None:
+    linear = engine.triage(ISSUE)
+    agree = linear.predictions["symptom"].top[0][0]
+    unlikely = linear.predictions["symptom"].top[-1][0]
+    with FakeChatServer().running() as server:
+        server.answers += [json.dumps({**GOOD, "symptom": agree}), json.dumps({**GOOD, "symptom": unlikely})]
+        cfg = _settings(server, settings).model_copy(update={"thresholds": settings.thresholds})
+        llm_engine = _llm_engine(engine, fitted_linear, cfg)
+        agreeing = llm_engine.triage(ISSUE)
+        doubtful = llm_engine.triage(ISSUE.model_copy(update={"id": "new#8"}))
+    assert agreeing.predictions["symptom"].label == agree
+    assert abs(agreeing.predictions["symptom"].confidence - linear.predictions["symptom"].confidence) < 0.02
+    assert doubtful.predictions["symptom"].top[0][0] == unlikely
+    assert doubtful.predictions["symptom"].confidence < 0.3 and doubtful.predictions["symptom"].label is None

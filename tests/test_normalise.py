@@ -67,3 +67,18 @@ def test_environment_from_launcher_flags_and_repo() -> None:
 def test_an_empty_issue_normalises_to_nothing_without_error() -> None:
     result = normalise(Issue(title="", body=""))
     assert result.text == "" and result.environment.known() == {}
+
+
+def test_a_long_one_line_paragraph_is_kept_not_emptied() -> None:
+    paragraph = "When I enable ZeRO-3 with CPU offload the loss stays flat " * 80
+    result = normalise(Issue(title="t", body=paragraph + "\nRuntimeError: NCCL error"))
+    assert result.body.startswith("When I enable ZeRO-3")
+    assert "RuntimeError: NCCL error" in result.body and len(result.body) <= 4100
+
+
+def test_a_megabyte_of_headings_and_errors_keeps_head_and_tail() -> None:
+    body = "Intro line.\n" + "".join(f"## Section {i}\nValueError: bad value {i}\n" for i in range(40000))
+    result = normalise(Issue(title="t", body=body))
+    assert "Intro line." in result.body
+    assert result.signal[0].startswith("ValueError: bad value")
+    assert "ValueError: bad value 39999" in result.signal or len(result.signal) == 40

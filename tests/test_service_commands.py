@@ -90,8 +90,11 @@ def test_a_correction_joins_the_case_base_at_once(client: TestClient, github: Fa
     [learned] = [c for c in engine.index.cases if c.id == f"{REPO}#42"]
     assert learned.labels == {"symptom": "out_of_memory", "stage": "training"}
     assert learned.url is not None and learned.url.endswith(f"/{REPO}/issues/42")
-    result = engine.triage(Issue(id="other", title=learned.title, body=learned.body))
+    look_alike = Issue(id="other", repo=REPO, title=learned.title, body=learned.body)
+    result = engine.triage(look_alike)
     assert result.neighbours[0].id == f"{REPO}#42"  # the corrected issue is now evidence for look-alikes
+    elsewhere = engine.triage(look_alike.model_copy(update={"repo": "another-org/other"}))
+    assert f"{REPO}#42" not in {n.id for n in elsewhere.neighbours}  # and only in its own repository
 
 
 def test_someone_without_write_access_cannot_command_the_bot(client: TestClient, github: FakeGitHub) -> None:

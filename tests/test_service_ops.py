@@ -148,6 +148,18 @@ def test_an_invalid_repository_config_falls_back_to_the_defaults_with_a_log_line
     assert any("ddl-triage.yml is invalid" in r.getMessage() and "labelz" in r.getMessage() for r in caplog.records)
 
 
+def test_a_config_file_the_app_may_not_read_means_the_defaults_not_a_failed_job(
+        app_settings: Settings, engine: Engine, github: FakeGitHub, caplog: pytest.LogCaptureFixture) -> None:
+    forbidden = (403, {}, "Resource not accessible by integration")
+    github.fail("GET", f"/repos/{REPO}/contents/.github/ddl-triage.yml", forbidden, forbidden, forbidden)
+    caplog.set_level(logging.WARNING, logger="bot.service")
+    with running_service(app_settings, engine) as client:
+        deliver(client, issue_payload(github))
+        assert wait_idle(client) == {"done": 1}
+    assert len(github.bot_comments(REPO, 42)) == 1
+    assert any("ddl-triage.yml cannot be read, using the defaults" in r.getMessage() for r in caplog.records)
+
+
 def test_a_repository_can_switch_the_bot_off(app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
     github.repos[REPO].files[".github/ddl-triage.yml"] = "enabled: false\n"
     with running_service(app_settings, engine) as client:

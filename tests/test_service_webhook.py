@@ -175,3 +175,16 @@ def test_the_bot_ignores_a_persons_comment_that_quotes_the_marker(
         wait_idle(client)
     assert len(github.bot_comments(REPO, 42)) == 1
     assert github.comments_on(REPO, 42)[0]["body"].endswith("same here!")
+
+
+def test_another_apps_comment_that_quotes_the_marker_is_left_alone(
+        app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
+    payload = opened(github)
+    other = github.add_comment(REPO, 42, "<!-- ddl-triage v1 quoted -->\nci report", login="other-ci[bot]",
+                               kind="Bot", via_app=github.app_id + 1)
+    with running_service(app_settings, engine) as client:
+        deliver(client, payload)
+        wait_idle(client)
+    assert len(github.bot_comments(REPO, 42)) == 1
+    assert github.comments[other]["body"].endswith("ci report")
+    assert not any(r.method == "PATCH" for r in github.requests)

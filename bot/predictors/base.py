@@ -137,6 +137,13 @@ class Predictor(ABC):
         """Per query of the last batch: why a fallback answered, if one did (empty when none can)."""
         return []
 
+    def bind(self, data: TrainingSet) -> None:  # noqa: B027  (most predictors keep no case base)
+        """Share the engine's live case base after being loaded from the cache (predictors that keep it)."""
+
+    def calibration_score(self, axis: str, dist: Distribution) -> float:
+        """The score calibration maps to a confidence: the top probability, unless calibrated by a proxy."""
+        return max(dist.values(), default=0.0)
+
     def calibration_proxy(self) -> Predictor:
         """The predictor whose cross-validated scores calibrate this one (itself, unless too costly)."""
         return self

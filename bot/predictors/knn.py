@@ -26,6 +26,9 @@ class KnnPredictor(Predictor):
         self._data = data
         self._priors = label_priors(data)
 
+    def bind(self, data: TrainingSet) -> None:
+        self._data = data
+
     def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:
         return [self._vote(q) for q in queries]
 

@@ -55,6 +55,10 @@ class EnsemblePredictor(Predictor):
         for member, _ in self.members:
             member.fit(data)
 
+    def bind(self, data: TrainingSet) -> None:
+        for member, _ in self.members:
+            member.bind(data)
+
     def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:
         outputs = [(member.predict_proba(queries), weight) for member, weight in self.members]
         total = sum(weight for _, weight in self.members)

@@ -16,6 +16,7 @@ from bot.errors import LLMOutputError, PredictorError
 from bot.llm.base import ChatModel, Completion, Message, ResponseCache, make_chat_model
 from bot.predictors.base import (
     AxisDistributions,
+    Distribution,
     Predictor,
     Query,
     TrainingSet,
@@ -85,6 +86,16 @@ class LLMPredictor(Predictor):
         self._answer = answer_model(data.taxonomy)
         self._schema = self._answer.model_json_schema()
         self._taxonomy_text = describe_taxonomy(data.taxonomy)
+
+    def bind(self, data: TrainingSet) -> None:
+        self.fallback.bind(data)
+        self._data = data
+
+    def calibration_score(self, axis: str, dist: Distribution) -> float:
+        # The calibrator was fitted on the fallback's scores: score the LLM's label by the fallback's own
+        # probability for it, recovered from the blend. Agreement keeps the fallback's confidence; a label the
+        # fallback found unlikely gets a low one, so the axis abstains.
+        return min(1.0, max(0.0, (max(dist.values(), default=0.0) - LLM_WEIGHT) / (1 - LLM_WEIGHT)))
 
     def calibration_proxy(self) -> Predictor:
         # Calibrating by cross-validation would call the LLM on the whole case base; the fallback stands in.

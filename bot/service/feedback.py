@@ -55,7 +55,7 @@ def feedback_cases(rows: list[dict[str, Any]], api_url: str) -> list[Case]:
 
 def learn_corrections(engine: Engine, store: Store, api_url: str) -> int:
     """Add every stored correction to the engine's case base (at start-up, and after each new correction)."""
-    added = engine.add_cases(feedback_cases(store.feedback_cases(), api_url))
+    added = engine.add_cases(feedback_cases(store.feedback_cases(), api_url), private=True)
     if added:
         log.info("case base now holds %d maintainer-corrected issue(s)", added)
     return added

@@ -168,6 +168,7 @@ class GitHubApp:
 
     def __init__(self, credentials: AppCredentials, write_interval_s: float = 1.0) -> None:
         self.api_url = credentials.api_url
+        self.app_id = int(credentials.app_id)
         self._integration = GithubIntegration(auth=Auth.AppAuth(credentials.app_id, credentials.private_key),
                                               **_client_options(credentials.api_url))
         self._write_interval_s = write_interval_s
@@ -185,7 +186,7 @@ class GitHubApp:
             grant = self._integration.get_access_token(installation_id)
         client = InstallationClient(Github(auth=Auth.Token(grant.token), lazy=True,
                                            **_client_options(self.api_url)),
-                                    lambda: self._pace_write(installation_id))
+                                    lambda: self._pace_write(installation_id), self.app_id)
         with self._lock:
             self._clients[installation_id] = (grant.expires_at.timestamp(), client)
         return client
@@ -203,9 +204,10 @@ class GitHubApp:
 class InstallationClient:
     """Reads and the few writes the bot makes, as one installation; never deletes, never edits the issue."""
 
-    def __init__(self, gh: Github, pace_write: Callable[[], None]) -> None:
+    def __init__(self, gh: Github, pace_write: Callable[[], None], app_id: int) -> None:
         self._gh = gh
         self._pace_write = pace_write
+        self._app_id = app_id
 
     def read_issue(self, repo: str, number: int) -> IssueSnapshot:
         with github_errors(f"read {repo}#{number}"):
@@ -251,9 +253,17 @@ class InstallationClient:
     def _bot_comment(self, repo: str, number: int) -> IssueComment | None:
         with github_errors(f"list comments of {repo}#{number}"):
             for comment in self._gh.get_repo(repo).get_issue(number).get_comments():
-                if comment.user.type == "Bot" and has_marker(comment.body):
+                if has_marker(comment.body) and self._is_own(comment):
                     return comment
         return None
+
+    def _is_own(self, comment: IssueComment) -> bool:
+        """Written by this App (another bot quoting the marker is left alone)."""
+        if comment.user.type != "Bot":
+            return False
+        app = comment.performed_via_github_app
+        # A server that does not report the App: any bot comment that carries the marker.
+        return app is None or bool(app.id == self._app_id)
 
     def add_labels(self, repo: str, number: int, wanted: list[str], present: list[str]) -> list[str]:
         """Add those of `wanted` that the repository has and the issue lacks; returns what was added."""

@@ -12,6 +12,7 @@ from bot.engine import Engine, build_engine
 from bot.paths import default_data_dir
 from bot.settings import Settings
 from bot.taxonomy import Taxonomy, load_taxonomy
+from tests.fake_github import FakeGitHub, app_settings_for
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +49,9 @@ def engine(settings: Settings) -> Engine:
 def private_engine(engine: Engine) -> Engine:
     """The session engine with its own copy of the case base, for tests that add cases to it."""
     return dataclasses.replace(engine, training=copy.deepcopy(engine.training))
+
+
+@pytest.fixture
+def app_settings(settings: Settings, github: FakeGitHub, tmp_path: Path) -> Settings:
+    """Settings of an App that the module's `github` fixture (a fake GitHub) knows, with a fresh database."""
+    return app_settings_for(settings, github, tmp_path)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -14,7 +13,6 @@ from bot.settings import Settings
 from tests.fake_github import (
     DROP,
     FakeGitHub,
-    app_settings_for,
     deliver,
     issue_payload,
     running_service,
@@ -32,11 +30,6 @@ def github() -> Iterator[FakeGitHub]:
         fake.add_repo(REPO)
         yield fake
         fake.assert_nothing_destructive()
-
-
-@pytest.fixture
-def app_settings(settings: Settings, github: FakeGitHub, tmp_path: Path) -> Settings:
-    return app_settings_for(settings, github, tmp_path)
 
 
 def comment_posts(github: FakeGitHub) -> list[float]:

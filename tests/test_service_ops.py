@@ -17,7 +17,6 @@ from bot.settings import Settings
 from tests.fake_github import (
     SECRET,
     FakeGitHub,
-    app_settings_for,
     deliver,
     issue_payload,
     running_service,
@@ -34,11 +33,6 @@ def github() -> Iterator[FakeGitHub]:
         fake.add_repo(REPO, labels=["bug", "kind:bug_report", "symptom:hang_timeout", "triaged-by-hand"])
         yield fake
         fake.assert_nothing_destructive()
-
-
-@pytest.fixture
-def app_settings(settings: Settings, github: FakeGitHub, tmp_path: Path) -> Settings:
-    return app_settings_for(settings, github, tmp_path)
 
 
 def test_health_is_ready_only_once_the_case_base_is_loaded_and_intake_works_meanwhile(

@@ -6,7 +6,6 @@ import copy
 import logging
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +16,6 @@ from bot.settings import Settings
 from tests.fake_github import (
     SECRET,
     FakeGitHub,
-    app_settings_for,
     deliver,
     issue_payload,
     load_payload,
@@ -38,11 +36,6 @@ def github() -> Iterator[FakeGitHub]:
                       permissions={"bob-maintainer": "write", "alice-trainer": "read"})
         yield fake
         fake.assert_nothing_destructive()
-
-
-@pytest.fixture
-def app_settings(settings: Settings, github: FakeGitHub, tmp_path: Path) -> Settings:
-    return app_settings_for(settings, github, tmp_path)
 
 
 def opened(github: FakeGitHub, number: int = 42, **issue: Any) -> dict[str, Any]:

@@ -33,8 +33,11 @@ from bot.service.app import create_app
 from bot.service.signature import sign_body
 from bot.service.state import ServiceOptions, ServiceState
 from bot.settings import Settings
+from tests.loopback import serving
 
 PAYLOADS = Path(__file__).parent / "payloads"
+REPO = "example-org/fastdist"  # the repository of the payloads in tests/payloads
+COMMENTS = f"/repos/{REPO}/issues/42/comments"
 BOT_LOGIN = "ddl-triage[bot]"
 SECRET = "test-webhook-secret"
 FAST = ServiceOptions(shutdown_timeout_s=10.0)
@@ -92,13 +95,8 @@ class FakeGitHub:
 
     @contextmanager
     def running(self) -> Iterator[FakeGitHub]:
-        thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
-        thread.start()
-        try:
+        with serving(self._httpd):
             yield self
-        finally:
-            self._httpd.shutdown()
-            self._httpd.server_close()
 
     # --- arranging ----------------------------------------------------------------------------------------
 
@@ -291,6 +289,15 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+@contextmanager
+def github_holding(**repo: Any) -> Iterator[FakeGitHub]:
+    """A running fake GitHub with REPO (`repo` as for `add_repo`); on exit, checks nothing destructive was sent."""
+    with FakeGitHub().running() as fake:
+        fake.add_repo(REPO, **repo)
+        yield fake
+        fake.assert_nothing_destructive()
 
 
 # --- the webhook direction: driving the service as GitHub does -----------------------------------------------

@@ -15,24 +15,22 @@ from bot.service.commands import TriageCommand, parse_command
 from bot.service.github import issue_html_url
 from bot.settings import Settings
 from tests.fake_github import (
+    REPO,
     FakeGitHub,
     app_settings_for,
     deliver,
+    github_holding,
     issue_payload,
     running_service,
     state_of,
     wait_idle,
 )
 
-REPO = "example-org/fastdist"
-
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    with FakeGitHub().running() as fake:
-        fake.add_repo(REPO, permissions={"bob-maintainer": "write", "alice-trainer": "read"})
+    with github_holding(permissions={"bob-maintainer": "write", "alice-trainer": "read"}) as fake:
         yield fake
-        fake.assert_nothing_destructive()
 
 
 @pytest.fixture

@@ -16,20 +16,17 @@ from bot.service.errors import (
     TransientGitHubError,
 )
 from bot.service.github import GitHubApp, InstallationClient, parse_event, translate
-from tests.fake_github import FakeGitHub, issue_payload, load_payload
+from tests.fake_github import REPO, FakeGitHub, github_holding, issue_payload, load_payload
 
-REPO = "example-org/fastdist"
 MARKED = "<!-- ddl-triage v1 taxonomy=ddl-v1 model=m predictor=default -->\nsuggestion"
 
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    with FakeGitHub().running() as fake:
-        fake.add_repo(REPO, labels=["bug", "Symptom:Hang", "needs-info"],
-                      permissions={"bob": "write", "dana": "admin", "eve": "read"})
+    with github_holding(labels=["bug", "Symptom:Hang", "needs-info"],
+                        permissions={"bob": "write", "dana": "admin", "eve": "read"}) as fake:
         issue_payload(fake)
         yield fake
-        fake.assert_nothing_destructive()
 
 
 def app_for(github: FakeGitHub, app_id: int | None = None) -> GitHubApp:

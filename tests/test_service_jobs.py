@@ -11,25 +11,23 @@ from bot.engine import Engine
 from bot.service.jobs import execute_job
 from bot.settings import Settings
 from tests.fake_github import (
+    COMMENTS,
     DROP,
+    REPO,
     FakeGitHub,
     deliver,
+    github_holding,
     issue_payload,
     running_service,
     state_of,
     wait_idle,
 )
 
-REPO = "example-org/fastdist"
-COMMENTS = f"/repos/{REPO}/issues/42/comments"
-
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    with FakeGitHub().running() as fake:
-        fake.add_repo(REPO)
+    with github_holding() as fake:
         yield fake
-        fake.assert_nothing_destructive()
 
 
 def comment_posts(github: FakeGitHub) -> list[float]:

@@ -15,24 +15,22 @@ from bot.errors import ConfigError
 from bot.service.logs import DeliveryFilter, JsonFormatter
 from bot.settings import Settings
 from tests.fake_github import (
+    REPO,
     SECRET,
     FakeGitHub,
     deliver,
+    github_holding,
     issue_payload,
     running_service,
     wait_idle,
     wait_until,
 )
 
-REPO = "example-org/fastdist"
-
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    with FakeGitHub().running() as fake:
-        fake.add_repo(REPO, labels=["bug", "kind:bug_report", "symptom:hang_timeout", "triaged-by-hand"])
+    with github_holding(labels=["bug", "kind:bug_report", "symptom:hang_timeout", "triaged-by-hand"]) as fake:
         yield fake
-        fake.assert_nothing_destructive()
 
 
 def test_health_is_ready_only_once_the_case_base_is_loaded_and_intake_works_meanwhile(

@@ -14,9 +14,12 @@ from bot.comment import has_marker
 from bot.engine import Engine
 from bot.settings import Settings
 from tests.fake_github import (
+    COMMENTS,
+    REPO,
     SECRET,
     FakeGitHub,
     deliver,
+    github_holding,
     issue_payload,
     load_payload,
     running_service,
@@ -25,17 +28,12 @@ from tests.fake_github import (
     wait_idle,
 )
 
-REPO = "example-org/fastdist"
-COMMENTS = f"/repos/{REPO}/issues/42/comments"
-
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    with FakeGitHub().running() as fake:
-        fake.add_repo(REPO, labels=["bug", "symptom:hang_timeout"],
-                      permissions={"bob-maintainer": "write", "alice-trainer": "read"})
+    with github_holding(labels=["bug", "symptom:hang_timeout"],
+                        permissions={"bob-maintainer": "write", "alice-trainer": "read"}) as fake:
         yield fake
-        fake.assert_nothing_destructive()
 
 
 def opened(github: FakeGitHub, number: int = 42, **issue: Any) -> dict[str, Any]:

@@ -55,6 +55,9 @@ def run(
         help="Comma-separated predictor names (default: majority,tfidf,knn,linear,default, plus llm when "
              "DDL_TRIAGE_LLM is set).")] = None,
     folds: Annotated[int | None, typer.Option(help="Cross-validation folds (default 5).")] = None,
+    repeats: Annotated[int | None, typer.Option(
+        help="Repetitions of the cross-validation, each with its own folds (seed + r); default 1, or the task's.")
+    ] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of folds, calibration and bootstrap (default 0).")] = None,
     bootstrap: Annotated[int | None, typer.Option(help="Bootstrap resamples (default 1000).")] = None,
     jobs: Annotated[int, typer.Option(
@@ -70,7 +73,7 @@ def run(
     settings = load_settings()
     config = build_config(settings, task=task, dataset=dataset, extra_cases=extra_cases,
                           no_extra_cases=no_extra_cases, train_on=train_on, predictors=predictors, folds=folds,
-                          seed=seed, bootstrap=bootstrap, fit_cache=fit_cache)
+                          seed=seed, bootstrap=bootstrap, fit_cache=fit_cache, repeats=repeats)
     total = count_jobs(config)
     workers = max(1, min(jobs or min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS), total))
     with Reporter(total, enabled=not quiet) as reporter:
@@ -87,7 +90,7 @@ def run(
 def build_config(settings: Settings, *, task: str | None, dataset: list[Path] | None,
                  extra_cases: list[Path] | None, no_extra_cases: bool, train_on: list[Path] | None,
                  predictors: str | None, folds: int | None, seed: int | None, bootstrap: int | None,
-                 fit_cache: bool) -> RunConfig:
+                 fit_cache: bool, repeats: int | None = None) -> RunConfig:
     """The RunConfig of a definition (if any) with the command-line flags applied on top."""
     overrides: dict[str, Any] = {}
     if dataset:
@@ -98,7 +101,7 @@ def build_config(settings: Settings, *, task: str | None, dataset: list[Path] | 
         overrides["train_on"] = tuple(train_on)
     if predictors:
         overrides["predictors"] = tuple(p.strip() for p in predictors.split(",") if p.strip())
-    for key, value in {"folds": folds, "seed": seed, "bootstrap_resamples": bootstrap}.items():
+    for key, value in {"folds": folds, "seed": seed, "bootstrap_resamples": bootstrap, "repeats": repeats}.items():
         if value is not None:
             overrides[key] = value
     names = overrides.get("predictors", ())
@@ -186,14 +189,15 @@ def list_tasks() -> None:
     """The benchmark definitions (eval/tasks/*.yaml)."""
     from eval.task import load_task_file, task_files
 
-    print("| task | version | mode | datasets | case base | folds | seed | predictors |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| task | version | mode | datasets | case base | folds | repeats | seed | predictors |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for path in task_files():
         t = load_task_file(path)
-        mode = "transfer" if t.train_on else "cv"
+        mode = "transfer" if t.train_on else ("leave one framework out" if t.fold_by == "framework" else "cv")
         base = ", ".join(t.train_on) if t.train_on else "other folds + " + (", ".join(t.extra_cases or ()) or "-")
         print(f"| {t.name} | {t.version} | {mode} | {', '.join(t.datasets)} | {base} | "
-              f"{'-' if t.train_on else t.folds} | {t.seed} | {', '.join(t.predictors)} |")
+              f"{'-' if t.train_on or t.fold_by == 'framework' else t.folds} | {t.repeats} | {t.seed} | "
+              f"{', '.join(t.predictors)} |")
 
 
 def main() -> None:

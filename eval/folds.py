@@ -9,9 +9,11 @@ import numpy as np
 NEAR_DUPLICATE_COSINE = 0.95
 
 
-def near_duplicate_groups(vectors: np.ndarray, threshold: float = NEAR_DUPLICATE_COSINE) -> list[list[int]]:
-    """Connected groups of rows whose cosine similarity (unit-norm rows) reaches `threshold`.
+def near_duplicate_groups(vectors: np.ndarray, threshold: float = NEAR_DUPLICATE_COSINE,
+                          links: Sequence[tuple[int, int]] = ()) -> list[list[int]]:
+    """Connected groups of rows whose cosine similarity (unit-norm rows) reaches `threshold`, or that are linked.
 
+    `links` are pairs of rows that belong together whatever their similarity (a fix PR and its issue).
     Transitive: if a ~ b and b ~ c, all three are one group. Groups are ordered by their first row.
     """
     n = len(vectors)
@@ -25,7 +27,8 @@ def near_duplicate_groups(vectors: np.ndarray, threshold: float = NEAR_DUPLICATE
 
     if n:
         sims = vectors @ vectors.T
-        for i, j in zip(*np.nonzero(np.triu(sims >= threshold, k=1)), strict=True):
+        edges = [*zip(*np.nonzero(np.triu(sims >= threshold, k=1)), strict=True), *links]
+        for i, j in edges:
             a, b = root(int(i)), root(int(j))
             if a != b:
                 parent[max(a, b)] = min(a, b)

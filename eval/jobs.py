@@ -37,6 +37,7 @@ class Job:
 class JobOutput:
     predictor: str
     fold: int
+    repeat: int
     samples: list[Sample]
     fit_s: float
     predict_s: float
@@ -67,9 +68,9 @@ def _fit_and_predict(job: Job, embedder: Embedder, progress: Progress | None) ->
                         progress=progress)
     fitted = time.monotonic()
     results = engine.triage_many(job.split.test, progress=progress)
-    samples = [sample_record(case, result, job.split.fold, job.hashes[case.id])
+    samples = [sample_record(case, result, job.split.fold, job.hashes[case.id], job.split.repeat)
                for case, result in zip(job.split.test, results, strict=True)]
-    return JobOutput(job.predictor, job.split.fold, samples, fit_s=fitted - clock,
+    return JobOutput(job.predictor, job.split.fold, job.split.repeat, samples, fit_s=fitted - clock,
                      predict_s=time.monotonic() - fitted, usage=getattr(engine.predictor, "usage", None),
                      describe=engine.predictor.describe(), model_id=engine.model_id)
 

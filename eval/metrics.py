@@ -192,3 +192,12 @@ def _r(value: float) -> float:
 
 def _ri(interval: Interval) -> list[float]:
     return [_r(interval[0]), _r(interval[1])]
+
+
+def precision_at_coverage(gold: Sequence[str], predicted: Sequence[str], confidence: Sequence[float],
+                          coverage: float) -> float | None:
+    """Accuracy of the most confident answers covering at least `coverage` of the records (ties enter together)."""
+    for point in accuracy_coverage_curve(gold, predicted, confidence):
+        if point["coverage"] >= coverage - 1e-9:
+            return point["accuracy"]
+    return None

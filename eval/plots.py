@@ -1,4 +1,4 @@
-"""PNG figures of a results object: confusion matrices, accuracy-coverage curves, per-class F1 bars."""
+"""PNG figures of a results object: confusion matrices, accuracy-coverage curves, per-class F1 bars, reliability."""
 
 from __future__ import annotations
 
@@ -137,14 +137,46 @@ def heatmap_figure(matrix: Sequence[Sequence[int]], rows: Sequence[str], columns
     return figure
 
 
+def reliability_figure(by_predictor: Mapping[str, Mapping[str, Metrics]], title: str) -> Figure:
+    """Per axis, accuracy against mean confidence of each confidence bin; the diagonal is perfect calibration."""
+    axes_shown = [a for a in AXES if any(m[a].get("reliability") for m in by_predictor.values())]
+    columns = 3
+    rows = max(1, -(-len(axes_shown) // columns))
+    figure, grid = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.8 * rows), squeeze=False)
+    colours = _colours(list(by_predictor))
+    for ax, axis in zip(grid.flat, axes_shown, strict=False):
+        ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8, linestyle=":")
+        for i, (name, metrics) in enumerate(by_predictor.items()):
+            bins = metrics[axis].get("reliability") or []
+            if bins:
+                ece = metrics[axis].get("mean", {}).get("ece", 0.0)
+                ax.plot([b["confidence"] for b in bins], [b["accuracy"] for b in bins], marker="o", markersize=3,
+                        linestyle=LINE_STYLES[i % len(LINE_STYLES)], color=colours[name],
+                        label=f"{name} (ECE {ece:.2f})")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_title(axis, fontsize=10)
+        ax.set_xlabel("confidence")
+        ax.set_ylabel("accuracy")
+        ax.legend(fontsize=6, loc="upper left")
+    for ax in list(grid.flat)[len(axes_shown):]:
+        ax.axis("off")
+    figure.suptitle(title, fontsize=11)
+    figure.tight_layout()
+    return figure
+
+
 def write_run_plots(evaluation: Mapping[str, Any], out: Path, stem: str) -> dict[str, list[str]]:
     """Every figure of one evaluation, as file names relative to `out`, grouped by kind."""
     by_predictor = {name: p["axes"] for name, p in evaluation["predictors"].items()}
     reference = reference_predictor(list(by_predictor))
     label = f"{evaluation['name']} ({evaluation['mode']})"
-    written: dict[str, list[str]] = {"coverage": [], "confusion": [], "f1": []}
+    written: dict[str, list[str]] = {"coverage": [], "confusion": [], "f1": [], "reliability": []}
     written["coverage"].append(save(coverage_figure(by_predictor, f"{label}: accuracy-coverage"),
                                     out / f"{stem}-coverage.png").name)
+    if any(m[a].get("reliability") for m in by_predictor.values() for a in AXES):
+        written["reliability"].append(save(reliability_figure(by_predictor, f"{label}: reliability (first repetition)"),
+                                           out / f"{stem}-reliability.png").name)
     for axis in AXES:
         if not by_predictor[reference][axis].get("n"):
             continue

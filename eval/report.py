@@ -11,6 +11,7 @@ from typing import Any
 from bot.settings import AXES
 from eval.metrics import BOOTSTRAP_RESAMPLES, TOP_K
 from eval.plots import reference_predictor, write_run_plots
+from eval.tables import all_tables, export_tables
 
 Results = Mapping[str, Any]
 CONVENTIONS = f"""\
@@ -26,8 +27,24 @@ CONVENTIONS = f"""\
   the share of scored records that get a label, and the accuracy of those labels (the bot's operating point).
 - **accuracy-coverage curve**: records sorted by calibrated confidence, descending; at each distinct
   confidence, the share answered and their accuracy. *area* is the accuracy integrated over coverage.
-- In cross-validation, near-duplicate texts (cosine >= the configured value) always share a fold, and extra
+- In cross-validation, linked records (a pull request and the issue it fixes, `#N` or URL references,
+  identical titles) and near-duplicate texts (cosine >= the configured value) always share a fold, and extra
   case-base records that copy a test record (same id or near-duplicate) are left out of that fold's case base.
+  Repeated cross-validation draws repetition r's folds with seed + r; *mean ± sd* is over repetitions, while
+  intervals, curves, per-class tables and figures are of the first repetition.
+- **root_cause** is scored on bug reports only; records whose gold cause is `none` are counted apart (how
+  often the predictor said `none`). In transfer, an axis whose scored records hold fewer than 2 gold classes
+  is not scored, and only labels both the case base and the test set hold are scored (rankings keep those).
+
+## Data card
+- Labels of `ddl-dev*.jsonl` were assigned with an **LLM-assisted** expert annotation procedure
+  (`LABELING.md` of the gold data); its double-labelling agreement measures the procedure's consistency, not
+  the agreement of independent human experts. Round 3 (`ddl-dev-r3.jsonl`) was labelled once, with lower
+  agreement on a blind sample (symptom kappa 0.86 against 0.96): treat its labels as a little noisier.
+- Licence: the issue text belongs to its authors on GitHub and is not redistributed by this project (the
+  gold files are read in place); the gold data card states no licence of its own for `ddl-dev*.jsonl`.
+  `liu23*.jsonl` labels come from the TOSEM 2023 replication package (gudiandian/TOSEM23-DistributedTraining),
+  Apache-2.0.
 """
 
 
@@ -37,8 +54,10 @@ def write_outputs(results: Results, out: Path) -> list[Path]:
     (out / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     figures = [write_run_plots(e, out, stem) for e, stem in zip(results["evaluations"], _stems(results),
                                                                 strict=True)]
+    for evaluation, stem, found in zip(results["evaluations"], _stems(results), figures, strict=True):
+        found["tables"] = export_tables(evaluation, out, stem)
     (out / "report.md").write_text(render_report(results, figures), encoding="utf-8")
-    return sorted(out.iterdir())
+    return sorted(p for p in out.rglob("*") if p.is_file())
 
 
 def render_report(results: Results, figures: Sequence[Mapping[str, list[str]]] | None = None) -> str:
@@ -85,6 +104,12 @@ def _evaluation(evaluation: Mapping[str, Any], figures: Mapping[str, list[str]])
     lines = [f"## {evaluation['name']}: {_mode(evaluation)}", "", *_data_lines(evaluation), "",
              "### Macro-F1 per axis [95% bootstrap interval]", "", *headline_table(evaluation), ""]
     lines += [f"![accuracy-coverage curves]({f})" for f in figures.get("coverage", [])] + [""]
+    for table in all_tables(evaluation):
+        lines += table.markdown()
+    lines += _none_apart(evaluation)
+    lines += [f"![reliability diagram]({f})" for f in figures.get("reliability", [])] + [""]
+    if figures.get("tables"):
+        lines += ["Every table above as CSV and LaTeX: " + ", ".join(f"`{t}`" for t in figures["tables"]), ""]
     lines += _llm_usage(evaluation)
     for axis in AXES:
         if _n(evaluation, axis):
@@ -95,7 +120,21 @@ def _evaluation(evaluation: Mapping[str, Any], figures: Mapping[str, list[str]])
 def _mode(evaluation: Mapping[str, Any]) -> str:
     if evaluation["mode"] == "transfer":
         return "cross-dataset transfer"
-    return f"{evaluation['folds']}-fold cross-validation"
+    if evaluation.get("fold_by") == "framework":
+        return "leave one framework out (" + ", ".join(evaluation.get("fold_names", [])) + ")"
+    repeats = evaluation.get("repeats", 1)
+    return f"{evaluation['folds']}-fold cross-validation" + (f", repeated {repeats} times" if repeats > 1 else "")
+
+
+def _none_apart(evaluation: Mapping[str, Any]) -> list[str]:
+    cells = [f"{name} {m['none_apart']['predicted_none']}" for name, p in evaluation["predictors"].items()
+             if (m := p["axes"].get("root_cause", {})).get("none_apart")]
+    if not cells:
+        return []
+    n = next(p["axes"]["root_cause"]["none_apart"]["n"] for p in evaluation["predictors"].values()
+             if p["axes"].get("root_cause", {}).get("none_apart"))
+    return [f"Root cause `none` (reported apart): {n} records with gold `none`; predicted `none` (first "
+            f"repetition): {', '.join(cells)}.", ""]
 
 
 def _data_lines(evaluation: Mapping[str, Any]) -> list[str]:
@@ -111,9 +150,12 @@ def _data_lines(evaluation: Mapping[str, Any]) -> list[str]:
     lines += [f"- Case base of each fold: the other folds plus {base} ({evaluation['case_base_rule']}); "
               f"extra records left out as copies of test records, per fold: {leakage['extra_dropped_per_fold']}"
               + (f"; {same} extra records share an id with the dataset and are never used" if same else "") + ".",
-              f"- Folds of {leakage['fold_sizes']} records; {leakage['near_duplicate_groups']} groups of "
-              f"near-duplicates (cosine >= {leakage['near_duplicate_cosine']}, {leakage['records_in_groups']} "
-              "records) each kept in one fold."]
+              f"- Folds of {leakage['fold_sizes']} records"
+              + (f" ({', '.join(evaluation.get('fold_names', []))})" if evaluation.get("fold_by") == "framework"
+                 else f"; {leakage.get('cross_reference_links', 0)} cross-reference links; "
+                      f"{leakage.get('linked_or_near_duplicate_groups', 0)} groups of linked or near-duplicate "
+                      f"records (cosine >= {leakage['near_duplicate_cosine']}, {leakage.get('records_in_groups', 0)} "
+                      "records) each kept in one fold") + "."]
     return lines
 
 

@@ -17,12 +17,14 @@ from bot.taxonomy import Taxonomy, load_taxonomy
 from eval import provenance
 from eval.data import LoadedSet, file_sha256, load_set
 from eval.jobs import Job, JobOutput, JobRunner, make_embedder
+from eval.paired import compare_all
 from eval.progress import Reporter
 from eval.scoring import Sample, score_samples
-from eval.splits import Embedded, Split, cv_splits, transfer_split
+from eval.slices import slice_scores
+from eval.splits import Embedded, Split, cv_splits, framework_splits, transfer_split
 from eval.task import RunConfig
 
-RESULTS_SCHEMA = 1  # bump when the layout of results.json changes
+RESULTS_SCHEMA = 2  # bump when the layout of results.json changes (2: repeats, paired, slices)
 SETTINGS_RECORDED = {"taxonomy", "embedding_model", "neighbours", "thresholds", "use_silver", "seed", "llm",
                      "llm_base_url", "llm_max_tokens", "llm_timeout_s"}
 MAX_NOTED_PROBLEMS = 10
@@ -38,10 +40,15 @@ class Context:
     jobs: JobRunner
 
 
+REFERENCE_PREDICTOR = "linear"  # the paired table compares every predictor with it
+
+
 def count_jobs(config: RunConfig) -> int:
-    """Fit-and-predict jobs of a run, for the progress bar."""
-    per_dataset = 1 if config.mode == "transfer" else config.folds
-    return len(config.datasets) * len(config.predictors) * per_dataset
+    """Fit-and-predict jobs of a run, for the progress bar (a framework split counts as its folds)."""
+    per_dataset = 1 if config.mode == "transfer" else config.folds * config.repeats
+    if config.mode == "cv" and config.fold_by == "framework":
+        per_dataset = config.folds
+    return len(config.evaluated_sets) * len(config.predictors) * per_dataset
 
 
 def run_benchmark(config: RunConfig, settings: Settings, reporter: Reporter, *, workers: int = 1,
@@ -52,7 +59,7 @@ def run_benchmark(config: RunConfig, settings: Settings, reporter: Reporter, *, 
     taxonomy = load_taxonomy(settings.taxonomy)
     with JobRunner(workers) as jobs:
         context = Context(config, settings, taxonomy, make_embedder(settings), reporter, jobs)
-        evaluations = [evaluate_dataset(context, dataset) for dataset in config.datasets]
+        evaluations = [evaluate_datasets(context, datasets) for datasets in config.evaluated_sets]
     return {
         "schema": RESULTS_SCHEMA, "command": command, "created_utc": started.isoformat(timespec="seconds"),
         "duration_s": round(time.monotonic() - clock, 1), "workers": workers,
@@ -70,31 +77,67 @@ def run_benchmark(config: RunConfig, settings: Settings, reporter: Reporter, *, 
     }
 
 
-def evaluate_dataset(ctx: Context, dataset: Path) -> dict[str, object]:
-    """One dataset: load, split without leakage, run every predictor, score."""
-    ctx.reporter.status(f"{dataset.name}: loading and embedding")
-    data = _load(ctx, dataset)
-    if ctx.config.mode == "transfer":
-        other_paths, rule = ctx.config.train_on, "train_on (transfer: all of it is the case base)"
+def evaluate_datasets(ctx: Context, datasets: tuple[Path, ...]) -> dict[str, object]:
+    """One test population (a dataset, or several pooled): load, split without leakage, run, score."""
+    config = ctx.config
+    name = " + ".join(d.name for d in datasets)
+    ctx.reporter.status(f"{name}: loading and embedding")
+    loaded = [_load(ctx, dataset) for dataset in datasets]
+    if config.mode == "transfer":
+        other_paths, rule = config.train_on, "train_on (transfer: all of it is the case base)"
     else:
-        other_paths, rule = ctx.config.extra_cases_for(dataset)
+        other_paths, rule = config.extra_cases_for_all(datasets)
     others = [_load(ctx, path) for path in other_paths]
-    tested = Embedded.of(data.cases, ctx.embedder)
+    tested = Embedded.of(_distinct(loaded), ctx.embedder)
     base = Embedded.of(_distinct(others), ctx.embedder)
-    if ctx.config.mode == "transfer":
-        splits, leakage = transfer_split(tested, base, ctx.config.near_duplicate_cosine)
+    if config.mode == "transfer":
+        splits, leakage = transfer_split(tested, base, config.near_duplicate_cosine)
+    elif config.fold_by == "framework":
+        splits, leakage = framework_splits(tested, base, config.near_duplicate_cosine)
     else:
-        splits, leakage = cv_splits(tested, base, ctx.config.folds, ctx.config.seed,
-                                    ctx.config.near_duplicate_cosine)
-    outputs = run_jobs(ctx, dataset.name, splits, dict(zip(tested.ids, tested.hashes, strict=True)))
+        splits, leakage = cv_splits(tested, base, config.folds, config.seed, config.near_duplicate_cosine,
+                                    config.repeats)
+    outputs = run_jobs(ctx, name, splits, dict(zip(tested.ids, tested.hashes, strict=True)))
     order = {case_id: i for i, case_id in enumerate(tested.ids)}
+    allowed = shared_labels(splits[0], ctx.taxonomy) if config.mode == "transfer" else None
+    summaries = {p: summarise_predictor(ctx, outputs[p], order, allowed) for p in config.predictors}
+    samples = {p: list(summary["samples"]) for p, summary in summaries.items()}  # type: ignore[call-overload]
     return {
-        "dataset": str(dataset), "name": dataset.name, "mode": ctx.config.mode,
+        "dataset": ", ".join(str(d) for d in datasets), "name": name, "mode": config.mode,
+        "fold_by": "transfer" if config.mode == "transfer" else config.fold_by,
         "case_base_files": [str(p) for p in other_paths], "case_base_rule": rule,
-        "folds": len(splits), "data": {"test": data.summary(), "case_base": [o.summary() for o in others]},
+        "folds": len([s for s in splits if s.repeat == 0]), "repeats": max(s.repeat for s in splits) + 1,
+        "fold_names": [s.name for s in splits if s.repeat == 0],
+        "data": {"test": _summary(loaded), "files": [x.summary() for x in loaded],
+                 "case_base": [o.summary() for o in others]},
         "leakage": leakage,
-        "predictors": {name: summarise_predictor(ctx, outputs[name], order) for name in ctx.config.predictors},
+        "shared_labels": None if allowed is None else {axis: sorted(v) for axis, v in allowed.items()},
+        "predictors": summaries,
+        "paired": {"reference": REFERENCE_PREDICTOR,
+                   "comparisons": compare_all(samples, REFERENCE_PREDICTOR, ctx.taxonomy, seed=config.seed,
+                                              resamples=config.bootstrap_resamples)},
+        "slices": slice_scores(samples, ctx.taxonomy) if config.mode == "cv" else {},
     }
+
+
+def shared_labels(split: Split, taxonomy: Taxonomy) -> dict[str, set[str]]:
+    """Per axis, the labels both the case base and the test set hold (transfer scores only those)."""
+    out: dict[str, set[str]] = {}
+    for axis in AXES:
+        train = {c.labels.get(axis) for c in split.train if taxonomy.is_established(axis, c.labels.get(axis))}
+        test = {c.labels.get(axis) for c in split.test if taxonomy.is_established(axis, c.labels.get(axis))}
+        out[axis] = {str(x) for x in train & test}
+    return out
+
+
+def _summary(loaded: Sequence[LoadedSet]) -> dict[str, object]:
+    """The test files' record counts added up (one file: its own summary)."""
+    if len(loaded) == 1:
+        return loaded[0].summary()
+    keys = ("records", "skipped_lines", "skipped_no_text", "skipped_duplicate_ids")
+    summaries = [x.summary() for x in loaded]
+    return {"file": ", ".join(str(x.path) for x in loaded), **{k: sum(int(str(s[k])) for s in summaries) for k in keys},
+            "problems": [p for s in summaries for p in s["problems"]]}  # type: ignore[attr-defined]
 
 
 def run_jobs(ctx: Context, dataset: str, splits: Sequence[Split], hashes: dict[str, str]
@@ -107,14 +150,17 @@ def run_jobs(ctx: Context, dataset: str, splits: Sequence[Split], hashes: dict[s
     outputs: dict[str, list[JobOutput]] = {name: [] for name in ctx.config.predictors}
     for job, output in ctx.jobs.run(jobs, ctx.embedder, ctx.reporter.engine):
         outputs[job.predictor].append(output)
-        ctx.reporter.finished(f"{dataset} {job.predictor} fold {job.split.fold + 1}/{len(splits)}",
+        where = job.split.name or f"fold {job.split.fold + 1}"
+        ctx.reporter.finished(f"{dataset} {job.predictor} repeat {job.split.repeat + 1} {where}",
                               output.fit_s + output.predict_s)
-    return {name: sorted(found, key=lambda o: o.fold) for name, found in outputs.items()}
+    return {name: sorted(found, key=lambda o: (o.repeat, o.fold)) for name, found in outputs.items()}
 
 
-def summarise_predictor(ctx: Context, outputs: Sequence[JobOutput], order: dict[str, int]) -> dict[str, object]:
+def summarise_predictor(ctx: Context, outputs: Sequence[JobOutput], order: dict[str, int],
+                        allowed: dict[str, set[str]] | None = None) -> dict[str, object]:
     """Scores, timing, usage and per-sample predictions of one predictor over all splits."""
-    samples: list[Sample] = sorted((s for o in outputs for s in o.samples), key=lambda s: order[s["id"]])
+    samples: list[Sample] = sorted((s for o in outputs for s in o.samples),
+                                   key=lambda s: (s["repeat"], order[s["id"]]))
     usage: dict[str, float] | None = None
     for output in outputs:
         usage = add_usage(usage, output.usage)
@@ -125,7 +171,7 @@ def summarise_predictor(ctx: Context, outputs: Sequence[JobOutput], order: dict[
                    "predict_s": round(sum(o.predict_s for o in outputs), 2)},
         "fallbacks": sum(s["fallback"] is not None for s in samples),
         "axes": score_samples(samples, ctx.taxonomy, thresholds, seed=ctx.config.seed,
-                              resamples=ctx.config.bootstrap_resamples),
+                              resamples=ctx.config.bootstrap_resamples, allowed=allowed),
         "samples": samples,
     }
 
@@ -170,7 +216,7 @@ def _distinct(sets: Sequence[LoadedSet]) -> list[Case]:
 def _data_files(config: RunConfig) -> dict[str, dict[str, object]]:
     """sha256 and size of every file the run read."""
     paths = [*config.datasets, *config.train_on]
-    for dataset in config.datasets:
-        paths += config.extra_cases_for(dataset)[0]
+    for datasets in config.evaluated_sets:
+        paths += config.extra_cases_for_all(datasets)[0]
     return {str(p): {"sha256": file_sha256(p), "bytes": p.stat().st_size} for p in dict.fromkeys(paths)
             if p.is_file()}

@@ -12,6 +12,7 @@ from bot.embedding import Embedder, text_hash
 from bot.errors import ConfigError
 from bot.normalise import normalise
 from eval.folds import assign_folds, leaking_rows, near_duplicate_groups
+from eval.links import linked_pairs
 
 
 @dataclass
@@ -22,6 +23,8 @@ class Split:
     train: list[Case]
     test: list[Case]
     dropped_extra: int = 0  # extra / training cases left out because they copy a test record
+    repeat: int = 0  # which repetition of the cross-validation (its folds are drawn with seed + repeat)
+    name: str = ""  # what the test part is, when it is not a numbered fold (a framework left out)
 
 
 @dataclass
@@ -43,29 +46,54 @@ class Embedded:
         return [c.id for c in self.cases]
 
 
-def cv_splits(data: Embedded, extra: Embedded, folds: int, seed: int, threshold: float
+def cv_splits(data: Embedded, extra: Embedded, folds: int, seed: int, threshold: float, repeats: int = 1
               ) -> tuple[list[Split], dict[str, object]]:
-    """k folds with near-duplicates kept together; extra cases join every case base, minus copies."""
-    groups = near_duplicate_groups(data.vectors, threshold)
+    """k folds, `repeats` times, with linked and near-duplicate records kept together; extra cases join every
+    case base, minus copies. Repetition r draws its folds with seed + r."""
+    links = linked_pairs(data.cases)
+    groups = near_duplicate_groups(data.vectors, threshold, links)
     if len(groups) < folds:
-        raise ConfigError(f"{len(data.cases)} usable records ({len(groups)} after grouping near-duplicates) "
-                          f"cannot fill {folds} folds; use fewer --folds or a larger --dataset")
-    fold_of = assign_folds(groups, folds, seed)
+        raise ConfigError(f"{len(data.cases)} usable records ({len(groups)} after grouping linked and "
+                          f"near-duplicate records) cannot fill {folds} folds; use fewer --folds or a larger "
+                          "--dataset")
+    splits = []
+    for repeat in range(repeats):
+        fold_of = assign_folds(groups, folds, seed + repeat)
+        splits += _splits_of(data, extra, fold_of, threshold, repeat, [f"fold {f + 1}" for f in range(folds)])
+    multi = [g for g in groups if len(g) > 1]
+    info = {"near_duplicate_cosine": threshold, "cross_reference_links": len(links),
+            "linked_or_near_duplicate_groups": len(multi), "records_in_groups": sum(len(g) for g in multi),
+            "extra_same_id_as_dataset": len(set(extra.ids) & set(data.ids)), "repeats": repeats,
+            "fold_sizes": [len(s.test) for s in splits if s.repeat == 0],
+            "extra_dropped_per_fold": [s.dropped_extra for s in splits if s.repeat == 0]}
+    return splits, info
+
+
+def framework_splits(data: Embedded, extra: Embedded, threshold: float) -> tuple[list[Split], dict[str, object]]:
+    """Leave one framework out: each repository's records are tested by a model that never saw that repository
+    (records without one form their own part)."""
+    names = sorted({c.repo or "(no repository)" for c in data.cases})
+    if len(names) < 2:
+        raise ConfigError(f"leaving one framework out needs records of 2 or more repositories, not {names}")
+    fold_of = [names.index(c.repo or "(no repository)") for c in data.cases]
+    splits = _splits_of(data, extra, fold_of, threshold, 0, names)
+    info = {"near_duplicate_cosine": threshold, "fold_by": "framework", "frameworks": names,
+            "fold_sizes": [len(s.test) for s in splits], "extra_dropped_per_fold": [s.dropped_extra for s in splits]}
+    return splits, info
+
+
+def _splits_of(data: Embedded, extra: Embedded, fold_of: Sequence[int], threshold: float, repeat: int,
+               names: Sequence[str]) -> list[Split]:
     same_record = {j for j, case_id in enumerate(extra.ids) if case_id in set(data.ids)}  # the dataset's copy wins
     splits = []
-    for fold in range(folds):
+    for fold, name in enumerate(names):
         test_rows = [i for i, f in enumerate(fold_of) if f == fold]
         leaking = leaking_rows(data.vectors[test_rows], [data.ids[i] for i in test_rows], extra.vectors,
                                extra.ids, threshold)
         train = [c for i, c in enumerate(data.cases) if fold_of[i] != fold]
         train += [c for j, c in enumerate(extra.cases) if j not in leaking | same_record]
-        splits.append(Split(fold, train, [data.cases[i] for i in test_rows], len(leaking)))
-    multi = [g for g in groups if len(g) > 1]
-    info = {"near_duplicate_cosine": threshold, "near_duplicate_groups": len(multi),
-            "records_in_groups": sum(len(g) for g in multi), "extra_same_id_as_dataset": len(same_record),
-            "fold_sizes": [len(s.test) for s in splits],
-            "extra_dropped_per_fold": [s.dropped_extra for s in splits]}
-    return splits, info
+        splits.append(Split(fold, train, [data.cases[i] for i in test_rows], len(leaking), repeat, name))
+    return splits
 
 
 def transfer_split(data: Embedded, train: Embedded, threshold: float

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -17,7 +18,8 @@ BASELINE_PREDICTORS = ("majority", "tfidf", "knn", "linear", "default")
 LLM_PREDICTOR = "llm"
 # When `run` is given no --extra-cases, a dataset named here gets these files of its own directory
 # added to every fold's case base (how the README figures are defined).
-DEFAULT_EXTRA_CASES = {"ddl-dev.jsonl": ("liu23.jsonl",)}
+DEFAULT_EXTRA_CASES = {"ddl-dev.jsonl": ("liu23.jsonl",), "ddl-dev-r3.jsonl": ("liu23.jsonl",)}
+FoldBy = Literal["groups", "framework"]  # groups: linked and near-duplicate records share a fold
 
 
 class _Strict(BaseModel):
@@ -34,6 +36,9 @@ class Task(_Strict):
     extra_cases: tuple[str, ...] | None = None
     train_on: tuple[str, ...] = ()
     folds: int = Field(default=5, ge=2)
+    repeats: int = Field(default=1, ge=1)  # repeated CV: repetition r draws its folds with seed + r
+    pool: bool = False  # cross-validate the datasets together (folds span files; results also per file)
+    fold_by: FoldBy = "groups"
     seed: int = 0
     predictors: tuple[str, ...] = BASELINE_PREDICTORS
     llm_when_configured: bool = True
@@ -57,6 +62,9 @@ class RunConfig(_Strict):
     extra_cases: tuple[Path, ...] | None = None  # None: DEFAULT_EXTRA_CASES applies
     train_on: tuple[Path, ...] = ()
     folds: int = Field(default=5, ge=2)
+    repeats: int = Field(default=1, ge=1)
+    pool: bool = False
+    fold_by: FoldBy = "groups"
     seed: int = 0
     predictors: tuple[str, ...] = BASELINE_PREDICTORS
     near_duplicate_cosine: float = NEAR_DUPLICATE_COSINE
@@ -66,6 +74,21 @@ class RunConfig(_Strict):
     @property
     def mode(self) -> str:
         return "transfer" if self.train_on else "cv"
+
+    @property
+    def evaluated_sets(self) -> list[tuple[Path, ...]]:
+        """The test populations: all datasets together when pooled, else each on its own."""
+        return [self.datasets] if self.pool and self.mode == "cv" else [(d,) for d in self.datasets]
+
+    def extra_cases_for_all(self, datasets: tuple[Path, ...]) -> tuple[tuple[Path, ...], str]:
+        """The extra case-base files of a (pooled) test population, never one of its own files."""
+        found: dict[Path, None] = {}
+        rules = []
+        for dataset in datasets:
+            paths, rule = self.extra_cases_for(dataset)
+            found.update(dict.fromkeys(p for p in paths if p not in datasets))
+            rules.append(rule)
+        return tuple(found), "; ".join(dict.fromkeys(rules))
 
     def extra_cases_for(self, dataset: Path) -> tuple[tuple[Path, ...], str]:
         """The extra case-base files for a dataset and the rule that chose them (said in the report)."""
@@ -117,5 +140,5 @@ def task_config(task: Task, data_dir: Path | None, llm_configured: bool) -> RunC
         predictors = (*predictors, LLM_PREDICTOR)
     return RunConfig(task=task.name, task_version=task.version, datasets=resolve(task.datasets),
                      extra_cases=None if task.extra_cases is None else resolve(task.extra_cases),
-                     train_on=resolve(task.train_on), folds=task.folds, seed=task.seed,
-                     predictors=predictors)
+                     train_on=resolve(task.train_on), folds=task.folds, repeats=task.repeats, pool=task.pool,
+                     fold_by=task.fold_by, seed=task.seed, predictors=predictors)

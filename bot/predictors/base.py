@@ -151,6 +151,7 @@ class Predictor(ABC):
 
 PredictorFactory = Callable[[Settings], Predictor]
 _REGISTRY: dict[str, PredictorFactory] = {}
+_PLUGIN_PROBLEMS: dict[str, str] = {}
 
 
 def register(name: str) -> Callable[[PredictorFactory], PredictorFactory]:
@@ -168,12 +169,18 @@ def predictor_names() -> list[str]:
 def make_predictor(name: str, settings: Settings) -> Predictor:
     """Build a registered predictor; an unknown name says which exist."""
     _load_builtin()
+    if name in _PLUGIN_PROBLEMS:
+        raise PredictorError(f"predictor plugin {name!r} cannot be used: {_PLUGIN_PROBLEMS[name]}")
     if name not in _REGISTRY:
         raise PredictorError(f"unknown predictor {name!r}; choose one of {sorted(_REGISTRY)} "
-                             "(--predictor or DDL_TRIAGE_PREDICTOR)")
+                             "(--predictor or DDL_TRIAGE_PREDICTOR; other packages add predictors through the "
+                             "`ddl_triage.predictors` entry-point group)")
     return _REGISTRY[name](settings)
 
 
 def _load_builtin() -> None:
-    # Importing the modules registers their predictors.
+    # Importing the modules registers their predictors; installed plugins come after, never replacing one.
     from bot.predictors import baselines, knn, linear, llm  # noqa: F401
+    from bot.predictors.plugins import load_plugins
+
+    _PLUGIN_PROBLEMS.update(load_plugins(_REGISTRY, register))

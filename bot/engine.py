@@ -117,17 +117,16 @@ class Engine:
             vectors = self.embedder.embed([n.text for n in normalised])
             queries = make_queries(self.index, normalised, vectors, self.settings.neighbours + 5,
                                    [self._excluded(i) for i in batch])
-            distributions = self.predictor.predict_proba(queries)
-            fallbacks = list(self.predictor.last_fallbacks) or [None] * len(batch)
-            for issue, query, dist, fallback in zip(batch, queries, distributions, fallbacks, strict=True):
+            for issue, query, record in zip(batch, queries, self.predictor.predict_records(queries), strict=True):
+                dist = record.distributions
                 predictions = {axis: decide(axis, dist[axis], self.calibrator, self.settings.threshold(axis),
-                                            raw=self.predictor.calibration_score(axis, dist[axis]))
+                                            raw=record.scores[axis])
                                for axis in AXES}
                 results.append(TriageResult(
                     issue_id=issue.id, predictions=predictions,
                     neighbours=self.index.neighbours(query.hits[: self.settings.neighbours]),
                     environment=query.issue.environment, predictor=self.predictor.name,
-                    taxonomy_version=self.taxonomy.version, model_id=self.model_id, fallback=fallback))
+                    taxonomy_version=self.taxonomy.version, model_id=self.model_id, fallback=record.fallback))
             if progress:
                 progress("predicting", len(batch), len(issues))
         return results

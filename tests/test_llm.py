@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -98,12 +99,20 @@ def test_answers_are_cached_so_rescoring_makes_no_request(engine: Engine, fitted
     assert second_engine.predictor.usage["cache_hits"] == 1  # type: ignore[attr-defined]
 
 
-def test_an_unreachable_server_falls_back(engine: Engine, fitted_linear: LinearPredictor,
-                                          settings: Settings) -> None:
+def test_an_unreachable_server_gives_the_fallbacks_own_labels_and_confidences(
+        engine: Engine, fitted_linear: LinearPredictor, settings: Settings) -> None:
+    # The configured (realistic) thresholds, not 0: a fallback answer must not turn into "not sure".
     cfg = settings.model_copy(update={"llm": "openai:m", "llm_base_url": "http://127.0.0.1:9/v1",
                                       "llm_timeout_s": 2.0})
+    assert min(cfg.threshold(axis) for axis in AXES) > 0.3
+    alone = replace(engine, predictor=fitted_linear, settings=cfg).triage(ISSUE)  # the fallback alone
     result = _llm_engine(engine, fitted_linear, cfg).triage(ISSUE)
     assert result.fallback and "request failed" in result.fallback
+    for axis in AXES:
+        assert result.predictions[axis].label == alone.predictions[axis].label
+        assert result.predictions[axis].confidence == alone.predictions[axis].confidence
+        assert result.predictions[axis].top == alone.predictions[axis].top
+    assert any(alone.predictions[axis].label for axis in AXES)  # something is shown, so the check has teeth
 
 
 def test_llm_settings_errors_name_the_variable() -> None:

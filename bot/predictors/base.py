@@ -153,6 +153,21 @@ class PerAxisModels:
         self.restore(*self.state(prefix), prefix=prefix)
 
 
+@dataclass
+class PredictionRecord:
+    """One query's answer: the distribution per axis, why a fallback answered instead (None when none did),
+    and per axis the score the engine's calibrator maps to a confidence."""
+
+    distributions: AxisDistributions
+    fallback: str | None
+    scores: dict[str, float]
+
+    @classmethod
+    def plain(cls, distributions: AxisDistributions) -> PredictionRecord:
+        """A predictor's own answer: calibrated, as it was fitted, on each axis's top probability."""
+        return cls(distributions, None, {axis: max(d.values(), default=0.0) for axis, d in distributions.items()})
+
+
 class Predictor(ABC):
     """Learns from a training set, then gives a probability per label on each axis for each query."""
 
@@ -169,10 +184,9 @@ class Predictor(ABC):
         """What identifies this predictor's configuration in results files."""
         return {"name": self.name}
 
-    @property
-    def last_fallbacks(self) -> list[str | None]:
-        """Per query of the last batch: why a fallback answered, if one did (empty when none can)."""
-        return []
+    def predict_records(self, queries: list[Query]) -> list[PredictionRecord]:
+        """Per query: the distributions, whether a fallback answered, and the score to calibrate."""
+        return [PredictionRecord.plain(d) for d in self.predict_proba(queries)]
 
     def state(self) -> State:
         """The fitted predictor as arrays plus JSON-able metadata (no pickle), for packs and the fit cache."""
@@ -188,10 +202,6 @@ class Predictor(ABC):
 
     def bind(self, data: TrainingSet) -> None:  # noqa: B027  (most predictors keep no case base)
         """Share the engine's live case base (predictors that keep it)."""
-
-    def calibration_score(self, axis: str, dist: Distribution) -> float:
-        """The score calibration maps to a confidence: the top probability, unless calibrated by a proxy."""
-        return max(dist.values(), default=0.0)
 
     def calibration_proxy(self) -> Predictor:
         """The predictor whose cross-validated scores calibrate this one (itself, unless too costly)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -16,7 +17,7 @@ from bot.errors import LLMOutputError, PredictorError
 from bot.llm.base import ChatModel, Completion, Message, ResponseCache, make_chat_model
 from bot.predictors.base import (
     AxisDistributions,
-    Distribution,
+    PredictionRecord,
     Predictor,
     Query,
     TrainingSet,
@@ -70,11 +71,7 @@ class LLMPredictor(Predictor):
         self.max_tokens = max_tokens
         self.usage: dict[str, float] = {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0,
                                         "latency_s": 0.0, "fallbacks": 0, "retries": 0}
-        self._fallbacks: list[str | None] = []
 
-    @property
-    def last_fallbacks(self) -> list[str | None]:
-        return self._fallbacks
 
     def fit(self, data: TrainingSet) -> None:
         self.fallback.fit(data)
@@ -94,30 +91,31 @@ class LLMPredictor(Predictor):
     def packed_part(self) -> Predictor | None:
         return self.fallback.packed_part()
 
-    def calibration_score(self, axis: str, dist: Distribution) -> float:
-        # The calibrator was fitted on the fallback's scores: score the LLM's label by the fallback's own
-        # probability for it, recovered from the blend. Agreement keeps the fallback's confidence; a label the
-        # fallback found unlikely gets a low one, so the axis abstains.
-        return min(1.0, max(0.0, (max(dist.values(), default=0.0) - LLM_WEIGHT) / (1 - LLM_WEIGHT)))
-
     def calibration_proxy(self) -> Predictor:
         # Calibrating by cross-validation would call the LLM on the whole case base; the fallback stands in.
         return self.fallback
 
     def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:
-        base = self.fallback.predict_proba(queries)
-        self._fallbacks = []
-        out: list[AxisDistributions] = []
-        for query, dist in zip(queries, base, strict=True):
+        return [record.distributions for record in self.predict_records(queries)]
+
+    def predict_records(self, queries: list[Query]) -> list[PredictionRecord]:
+        """The LLM's labels blended into the fallback's ranking; where the LLM fails, the fallback's own answer.
+
+        The calibrator was fitted on the fallback's scores, so the score to calibrate is the fallback's: its
+        probability for the LLM's label (agreement keeps the fallback's confidence, a label it found unlikely
+        gets a low one and the axis abstains), and on a fallback its plain top probability, so that a fallback
+        answer carries exactly the confidence the fallback alone would give.
+        """
+        out: list[PredictionRecord] = []
+        for query, dist in zip(queries, self.fallback.predict_proba(queries), strict=True):
             try:
                 labels = self._ask(query)
             except (LLMOutputError, PredictorError) as exc:
                 self.usage["fallbacks"] += 1
-                self._fallbacks.append(f"{self.chat.model_id}: {exc}")
-                out.append(dist)
+                out.append(replace(PredictionRecord.plain(dist), fallback=f"{self.chat.model_id}: {exc}"))
                 continue
-            self._fallbacks.append(None)
-            out.append({axis: self._mix(axis, labels[axis], dist[axis]) for axis in AXES})
+            out.append(PredictionRecord({axis: self._mix(axis, labels[axis], dist[axis]) for axis in AXES}, None,
+                                        {axis: dist[axis].get(labels[axis], 0.0) for axis in AXES}))
         return out
 
     def _mix(self, axis: str, label: str, fallback: dict[str, float]) -> dict[str, float]:

@@ -18,6 +18,7 @@ from bot.embedding import Embedder, EmbeddingCache
 from bot.engine import Progress, fit_engine
 from bot.settings import Settings
 from bot.taxonomy import load_taxonomy
+from eval import predictors as _eval_predictors  # noqa: F401  (registers them)
 from eval.scoring import Sample, sample_record
 from eval.splits import Split
 

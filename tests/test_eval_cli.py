@@ -52,7 +52,9 @@ def run_eval(*args: str, state: Path, extra_env: dict[str, str] | None = None) -
 
 def metrics_of(out: Path) -> dict[str, object]:
     results = json.loads((out / "results.json").read_text())
-    return {name: p["axes"] for name, p in results["evaluations"][0]["predictors"].items()}
+    evaluation = results["evaluations"][0]
+    return {"axes": {name: p["axes"] for name, p in evaluation["predictors"].items()},
+            "paired": evaluation["paired"], "slices": evaluation["slices"]}
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +67,8 @@ def made_up_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_run_writes_results_report_and_plots_and_reruns_to_the_same_numbers(made_up_dataset: Path,
                                                                              tmp_path: Path) -> None:
-    common = ["run", "--dataset", str(made_up_dataset), "--folds", "2", "--predictors", "majority,knn"]
+    common = ["run", "--dataset", str(made_up_dataset), "--folds", "2", "--repeats", "2", "--predictors",
+              "majority,knn,linear"]
     first = run_eval(*common, "--out", str(tmp_path / "a"), "--jobs", "2", state=tmp_path / "state")
     assert first.returncode == 0, first.stderr
     assert "made-up.jsonl:25: not JSON" in first.stderr and "skipped 1 bad lines" in first.stderr
@@ -78,14 +81,22 @@ def test_run_writes_results_report_and_plots_and_reruns_to_the_same_numbers(made
     assert results["config"]["folds"] == 2 and results["seeds"]["bootstrap"] == 0
     assert evaluation["data"]["test"]["skipped_lines"] == 1
     knn = evaluation["predictors"]["knn"]
-    assert len(knn["samples"]) == 24 and len(knn["samples"][0]["input_sha256"]) == 64
+    assert len(knn["samples"]) == 48 and len(knn["samples"][0]["input_sha256"]) == 64  # 24 records x 2 repeats
+    assert {s["repeat"] for s in knn["samples"]} == {0, 1}
+    assert len(knn["axes"]["symptom"]["per_repeat"]["accuracy"]) == 2
+    assert set(evaluation["paired"]["comparisons"]) == {"majority", "knn"}  # each against linear
+    assert evaluation["paired"]["comparisons"]["majority"]["symptom"]["accuracy_diff"] < 0
     assert knn["axes"]["root_cause"]["skipped"] == {"unknown": 12}
     low, high = knn["axes"]["symptom"]["macro_f1_ci"]
     assert low <= knn["axes"]["symptom"]["macro_f1"] <= high
     report = (out / "report.md").read_text()
     assert "| knn |" in report and "made-up-coverage.png" in report
-    assert {"made-up-coverage.png", "made-up-confusion-symptom.png", "made-up-f1-symptom.png"} <= {
-        p.name for p in out.iterdir()}
+    assert {"made-up-coverage.png", "made-up-confusion-symptom.png", "made-up-f1-symptom.png",
+            "made-up-reliability.png"} <= {p.name for p in out.iterdir()}
+    assert "Paired comparison with `linear`" in report and "mean ± sd over 2 repetition(s)" in report
+    assert "LLM-assisted" in report and "Licence" in report
+    assert (out / "tables" / "made-up-paired.csv").read_text().startswith("predictor,")
+    assert "\\begin{tabular}" in (out / "tables" / "made-up-repeated.tex").read_text()
 
     again = run_eval(*common, "--out", str(tmp_path / "b"), "--jobs", "1", "--no-fit-cache", "--quiet",
                      state=tmp_path / "state")

@@ -8,7 +8,8 @@ import pytest
 from bot.domain import Case
 from bot.errors import ConfigError
 from eval.folds import assign_folds, leaking_rows, near_duplicate_groups
-from eval.splits import Embedded, cv_splits, transfer_split
+from eval.links import linked_pairs
+from eval.splits import Embedded, cv_splits, framework_splits, transfer_split
 
 
 def unit(*rows: list[float]) -> np.ndarray:
@@ -78,3 +79,45 @@ def test_too_few_records_for_the_folds_is_a_clear_error() -> None:
     data = embedded(["d0", "d1"], unit([1, 0], [1, 0.001]))
     with pytest.raises(ConfigError, match="cannot fill 2 folds"):
         cv_splits(data, embedded([], np.zeros((0, 2), dtype=np.float32)), folds=2, seed=0, threshold=0.95)
+
+
+def thread(number: int, title: str, body: str = "", repo: str = "made/Up") -> Case:
+    return Case(id=f"{repo}#{number}", repo=repo, number=number, title=title, body=body)
+
+
+def test_a_fix_pr_its_issue_url_links_and_identical_titles_are_linked() -> None:
+    cases = [thread(1, "crash when saving with stage three"),
+             thread(2, "fix the crash on save", "This PR fixes #1."),
+             thread(3, "unrelated hang"),
+             thread(4, "unrelated hang again", "see https://github.com/other-org/Up/issues/3"),  # renamed org
+             thread(5, "Loss becomes NaN with bf16"), thread(6, "loss becomes nan with BF16!"),
+             thread(7, "Bug"), thread(8, "bug"),  # a short title is not a thread identity
+             thread(9, "mentions rank #0 only")]
+    assert linked_pairs(cases) == [(0, 1), (2, 3), (4, 5)]
+
+
+def test_linked_records_share_a_fold_in_every_repetition() -> None:
+    cases = [thread(i, f"made-up problem number {i}", f"duplicate of #{i - 1}" if i % 4 == 1 else "")
+             for i in range(20)]
+    vectors = np.eye(20, dtype=np.float32)  # no two texts alike: only the links group them
+    data = Embedded(cases, [f"h{i}" for i in range(20)], vectors)
+    splits, info = cv_splits(data, Embedded([], [], np.zeros((0, 20), dtype=np.float32)), 4, 0, 0.95, repeats=3)
+    assert info["cross_reference_links"] == 5 and len(splits) == 12
+    for repeat in range(3):
+        fold_of = {c.id: s.fold for s in splits if s.repeat == repeat for c in s.test}
+        assert len(fold_of) == 20
+        for i in range(1, 20, 4):
+            assert fold_of[f"made/Up#{i}"] == fold_of[f"made/Up#{i - 1}"]
+    first = [[c.id for c in s.test] for s in splits if s.repeat == 0]
+    second = [[c.id for c in s.test] for s in splits if s.repeat == 1]
+    assert first != second  # each repetition draws its own folds
+
+
+def test_leaving_one_framework_out_tests_each_repository_on_a_model_that_never_saw_it() -> None:
+    cases = [thread(i, f"problem {i}", repo=("a/One", "b/Two", "c/Three")[i % 3]) for i in range(9)]
+    data = Embedded(cases, [f"h{i}" for i in range(9)], np.eye(9, dtype=np.float32))
+    splits, info = framework_splits(data, Embedded([], [], np.zeros((0, 9), dtype=np.float32)), 0.95)
+    assert info["frameworks"] == ["a/One", "b/Two", "c/Three"]
+    for split in splits:
+        assert {c.repo for c in split.test} == {split.name}
+        assert split.name not in {c.repo for c in split.train}

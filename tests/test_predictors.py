@@ -71,3 +71,18 @@ def test_silver_guesses_teach_only_when_allowed(taxonomy: Taxonomy) -> None:
     index = CaseIndex([case], np.ones((1, 2), dtype=np.float32))
     assert TrainingSet.build(index, [""], taxonomy, use_silver=True).targets["root_cause"] == ["api_misuse"]
     assert TrainingSet.build(index, [""], taxonomy, use_silver=False).targets["root_cause"] == [None]
+
+
+@pytest.mark.parametrize("name", ["linear", "linear-title", "default", "linear-without-r3"])
+def test_a_stored_predictor_predicts_exactly_as_the_fitted_one(taxonomy: Taxonomy, name: str) -> None:
+    from eval import predictors as _eval_predictors  # noqa: F401  (registers linear-without-r3)
+
+    data = _toy(taxonomy, n=16)
+    fitted = make_predictor(name, Settings())
+    fitted.fit(data)
+    restored = make_predictor(name, Settings())
+    restored.restore(*fitted.state(), data)
+    queries = [_query(data, "CUDA out of memory on rank 0", [1, 0, 0, 0]),
+               _query(data, "collective timeout, the job hangs", [0, 1, 0, 0])]
+    assert restored.predict_proba(queries) == fitted.predict_proba(queries)
+    assert max(fitted.predict_proba(queries)[0]["symptom"].items(), key=lambda kv: kv[1])[0] == "out_of_memory"

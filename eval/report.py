@@ -198,7 +198,7 @@ def _llm_usage(evaluation: Mapping[str, Any]) -> list[str]:
 def _stems(results: Results) -> list[str]:
     stems: list[str] = []
     for evaluation in results["evaluations"]:
-        stem = re.sub(r"[^\w.-]+", "-", Path(evaluation["name"]).stem)
+        stem = re.sub(r"[^\w.-]+", "-", evaluation["name"].replace(".jsonl", ""))
         stem += "-transfer" if evaluation["mode"] == "transfer" else ""
         stems.append(stem if stem not in stems else f"{stem}-{len(stems)}")
     return stems

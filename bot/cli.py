@@ -106,7 +106,7 @@ def triage(
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
-        typer.echo(render_comment(result, engine.taxonomy))
+        typer.echo(render_comment(result, engine.taxonomy, similarity_floor=settings.similarity_floor))
 
 
 def _issue_from_args(file: Path | None, title: str | None, body: str | None) -> Issue:

@@ -2,7 +2,8 @@
 
 What earns a place in it (precision over coverage): only neighbours above the similarity floor, a
 confidence that never reads 0% or 100%, a short "needs details" comment for an issue with too little text,
-a checklist of only the facts the report lacks, and no root-cause / fix table for questions and requests.
+a checklist of only the facts the report lacks, and no root-cause / fix table for questions and requests
+(NON_BUG_KINDS).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import math
 import re
 
 from bot.domain import Neighbour, RelatedIssue, TriageResult
+from bot.facts import NON_BUG_KINDS
 from bot.settings import AXES
 from bot.taxonomy import Taxonomy
 
@@ -22,7 +24,6 @@ AXIS_TITLES = {"kind": "Kind", "stage": "Stage", "symptom": "Symptom", "root_cau
 NOT_SURE = "_not sure_"
 MAX_SIMILAR = 5
 MAX_RELATED = 5
-SHORT_KINDS = ("usage_question", "feature_request", "documentation")  # no root-cause / fix table for these
 NEEDS_DETAILS = ("This issue does not have enough detail yet for a triage suggestion. To help the maintainers "
                  "reproduce it, please edit the issue and add:")
 NEEDS_DETAILS_FACTS = ("traceback", "torch_version", "cuda_version", "framework_version", "launch_command")
@@ -79,7 +80,7 @@ def render_comment(result: TriageResult, taxonomy: Taxonomy, axes: tuple[str, ..
     if result.needs_details:
         lines += [NEEDS_DETAILS, *[f"- [ ] {taxonomy.fact(f).ask}" for f in NEEDS_DETAILS_FACTS], "", FOOTER]
         return "\n".join(lines) + "\n"
-    short = result.label("kind") in SHORT_KINDS
+    short = result.label("kind") in NON_BUG_KINDS
     shown = tuple(a for a in axes if a == "kind") if short else axes
     lines += ["| | suggestion | confidence |", "|---|---|---|"]
     for axis in shown:

@@ -19,7 +19,7 @@ from bot.dataset import LoadReport, default_case_files, load_case_base
 from bot.domain import Case, Issue, TriageResult
 from bot.embedding import Embedder, EmbeddingCache
 from bot.errors import PredictorError
-from bot.facts import missing_facts, needs_details
+from bot.facts import NON_BUG_KINDS, missing_facts, needs_details
 from bot.normalise import NormalisedIssue, normalise
 from bot.policy import Calibrator, decide, fit_calibrator, out_of_fold
 from bot.predictors.base import Predictor, Query, TrainingSet, make_predictor, predictor_names, training_label
@@ -135,8 +135,8 @@ class Engine:
 
 
     def _with_missing_facts(self, issue: Issue, normalised: NormalisedIssue, result: TriageResult) -> TriageResult:
-        """Too little text: abstain on every axis and ask for the facts. Otherwise ask for what is absent."""
-        if needs_details(normalised):
+        """Too little text for a bug report: abstain on every axis and ask for the facts; else ask for what is absent."""
+        if needs_details(normalised) and result.label("kind") not in NON_BUG_KINDS:
             predictions = {axis: p.model_copy(update={"label": None}) for axis, p in result.predictions.items()}
             return result.model_copy(update={"predictions": predictions, "needs_details": True})
         missing = missing_facts(issue, normalised.environment, self.taxonomy, result.label("kind"),

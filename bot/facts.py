@@ -10,13 +10,17 @@ from bot.normalise import NormalisedIssue
 from bot.taxonomy import Fact, Taxonomy
 
 MIN_WORDS = 12  # fewer words than this outside the title (after template boilerplate) cannot be triaged
+MIN_CHARS = 300  # ... unless the body is longer than this anyway (code, a log)
 MAX_ASKED = 4  # a checklist longer than this is not read
+NON_BUG_KINDS = ("usage_question", "feature_request", "documentation")  # a short title can be enough for these
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*")
 
 
 def needs_details(normalised: NormalisedIssue) -> bool:
     """An empty body, a bare title, or a template left unfilled: ask for the facts instead of guessing."""
-    return len(_WORD.findall(normalised.body)) < MIN_WORDS and not normalised.signal
+    if normalised.signal or len(normalised.body) >= MIN_CHARS:  # an error line or a pasted log is something
+        return False
+    return len(_WORD.findall(normalised.body)) < MIN_WORDS
 
 
 @cache

@@ -135,7 +135,7 @@ class Engine:
 
 
     def _with_missing_facts(self, issue: Issue, normalised: NormalisedIssue, result: TriageResult) -> TriageResult:
-        """Too little text for a bug report: abstain on every axis and ask for the facts; else ask for what is absent."""
+        """Too little text for a bug report: abstain and ask for the facts; else ask for what is absent."""
         if needs_details(normalised) and result.label("kind") not in NON_BUG_KINDS:
             predictions = {axis: p.model_copy(update={"label": None}) for axis, p in result.predictions.items()}
             return result.model_copy(update={"predictions": predictions, "needs_details": True})

@@ -51,9 +51,15 @@ def test_the_pack_holds_no_issue_text_and_the_repository_no_pickle(shipped: Pack
     bodies = []
     for name in GOLD_FILES:
         for line in (gold_dir / name).read_text(encoding="utf-8").splitlines():
-            body = " ".join((json.loads(line).get("body") or "").split())
-            bodies += [body[i:i + WINDOW] for i in range(0, max(0, len(body) - WINDOW), WINDOW // 2)]
-    windows = {w for w in bodies if len(w) == WINDOW and len(set(w)) > 12}
+            bodies.append(" ".join((json.loads(line).get("body") or "").split()))
+    # A window found in several threads (at any offset) is a library's log line or a template, not one
+    # author's text: only windows unique to one thread count.
+    threads_with: dict[int, int] = {}
+    for body in set(bodies):
+        for h in {hash(body[i:i + WINDOW]) for i in range(max(0, len(body) - WINDOW + 1))}:
+            threads_with[h] = threads_with.get(h, 0) + 1
+    windows = {w for body in set(bodies) for i in range(0, max(0, len(body) - WINDOW), WINDOW // 2)
+               if threads_with[hash(w := body[i:i + WINDOW])] == 1 and len(set(w)) > 12}
     assert len(windows) > 1000
     for path in _tracked_files():
         assert path.suffix not in {".pkl", ".pickle", ".joblib"}, path
@@ -141,9 +147,12 @@ def test_a_clean_checkout_with_no_shared_data_triages_from_the_pack(tmp_path: Pa
             shutil.copy2(path, target)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DDL_TRIAGE_")}
     env |= {"DDL_TRIAGE_STATE_DIR": str(tmp_path / "state"), "PYTHONPATH": str(clone), "HF_HUB_OFFLINE": "1"}
-    run = subprocess.run([sys.executable, "-m", "bot.cli", "triage", "--title", "NCCL watchdog timeout in allreduce",
-                          "--body", "Watchdog caught collective operation timeout after 1800000 milliseconds, "
-                          "16 GPUs, ZeRO-3"], cwd=clone, env=env, capture_output=True, text=True, timeout=600)
+    body = ("Training hangs and then crashes. [Rank 3] Watchdog caught collective operation timeout: "
+            "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800 seconds before timing out. "
+            "2 nodes x 8 A100, deepspeed 0.14.0, torch 2.2.0")
+    run = subprocess.run([sys.executable, "-m", "bot.cli", "triage", "--title",
+                          "[BUG] NCCL watchdog timeout during allreduce with ZeRO-3", "--body", body],
+                         cwd=clone, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     assert not (clone.parent / "shared").exists()
     assert "<!-- ddl-triage v1" in run.stdout and "`hang_timeout`" in run.stdout

@@ -120,11 +120,11 @@ def test_a_damaged_or_foreign_pack_is_refused_naming_the_file(shipped: Pack, tax
     data = bytearray(shipped.path.read_bytes())
     data[len(data) // 2: len(data) // 2 + 64] = b"\0" * 64
     damaged.write_bytes(bytes(data))
-    with pytest.raises(ArchiveError, match="damaged.npz"):
+    with pytest.raises(ArchiveError, match=r"damaged\.npz"):
         load_pack(damaged, taxonomy)
     not_a_pack = tmp_path / "notes.npz"
     not_a_pack.write_text("hello")
-    with pytest.raises(ConfigError, match="notes.npz"):
+    with pytest.raises(ConfigError, match=r"notes\.npz"):
         load_pack(not_a_pack, taxonomy)
     other_data = tmp_path / "gold"
     other_data.mkdir()

@@ -309,7 +309,8 @@ def app_settings_for(settings: Settings, github: FakeGitHub, db_dir: Path, **ove
         "webhook_secret": SecretStr(SECRET), "github_app_id": github.app_id,
         "github_private_key": SecretStr(github.private_key), "github_api_url": github.base_url,
         "database_url": f"sqlite:///{db_dir / 'service.sqlite3'}", "worker_poll_s": 0.02,
-        "write_interval_s": 0.0, "max_attempts": 4, "retry_base_s": 0.05, "retry_max_s": 2.0}
+        "write_interval_s": 0.0, "max_attempts": 4, "retry_base_s": 0.05, "retry_max_s": 2.0,
+        "job_lease_s": 1.0}
     return settings.model_copy(update=update | overrides)
 
 

@@ -64,6 +64,8 @@ class ServiceState:
     github: GitHubApp | None
     wake_worker: threading.Event = field(default_factory=threading.Event)
     worker_alive: Callable[[], bool] = lambda: False
+    # The webhook's own connection, with a short busy timeout, so the ack never queues behind a worker's write.
+    intake: Store | None = None
 
     @property
     def shadow(self) -> bool:

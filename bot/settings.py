@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     job_lease_s: float = 30.0
     # How long the webhook waits for the database before answering 503 with Retry-After (GitHub waits 10 s).
     ack_timeout_s: float = 3.0
+    # Bearer token for /metrics, /decisions and the OpenAPI pages (unset: open only in shadow mode on loopback).
+    ops_token: SecretStr | None = None
+    retention_days: float = 30.0  # finished jobs, their deliveries, and decisions older than this are deleted
 
     @field_validator("thresholds")
     @classmethod

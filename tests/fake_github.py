@@ -40,6 +40,7 @@ REPO = "example-org/fastdist"  # the repository of the payloads in tests/payload
 COMMENTS = f"/repos/{REPO}/issues/42/comments"
 BOT_LOGIN = "ddl-triage[bot]"
 SECRET = "test-webhook-secret"
+OPS_TOKEN = "test-ops-token"
 FAST = ServiceOptions(shutdown_timeout_s=10.0)
 DROP = 0  # a "status" that closes the connection without an answer
 
@@ -88,6 +89,7 @@ class FakeGitHub:
         self.requests: list[Recorded] = []
         self.tokens: dict[str, int] = {}
         self._failures: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
+        self._outage: list[tuple[float, int, dict[str, str]]] = []  # (until, status, headers), in order
         self._lock = threading.Lock()
         self._next_id = 1000
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -134,6 +136,27 @@ class FakeGitHub:
         """The next requests to `method path` get these answers (status, headers[, message]), not the real one."""
         self._failures.setdefault((method, path), []).extend(answers)
 
+    # --- outages (issue 9: the service under faults) -------------------------------------------------------
+
+    def outage(self, *phases: tuple[float, int, dict[str, str]]) -> None:
+        """From now on, every repository request gets each phase's answer for its seconds, in turn:
+        e.g. (3.0, 502, {}) then (1.0, 403, {"retry-after": "1"}); DROP closes the connection."""
+        at = time.monotonic()
+        with self._lock:
+            self._outage = []
+            for seconds, status, headers in phases:
+                at += seconds
+                self._outage.append((at, status, headers))
+
+    def _outage_answer(self, path: str) -> tuple[int, dict[str, str]] | None:
+        now = time.monotonic()
+        if not path.startswith("/repos/"):
+            return None
+        for until, status, headers in self._outage:
+            if now < until:
+                return status, headers
+        return None
+
     # --- inspecting ---------------------------------------------------------------------------------------
 
     def comments_on(self, repo: str, number: int) -> list[dict[str, Any]]:
@@ -158,7 +181,7 @@ class FakeGitHub:
         with self._lock:
             self.requests.append(Recorded(method, path, query, body, auth))
             queued = self._failures.get((method, path))
-            failure = queued.pop(0) if queued else None
+            failure = queued.pop(0) if queued else self._outage_answer(path)
         if failure is not None:
             status, headers, *message = failure
             default = ("Server Error" if status >= 500 else
@@ -310,14 +333,17 @@ def app_settings_for(settings: Settings, github: FakeGitHub, db_dir: Path, **ove
         "github_private_key": SecretStr(github.private_key), "github_api_url": github.base_url,
         "database_url": f"sqlite:///{db_dir / 'service.sqlite3'}", "worker_poll_s": 0.02,
         "write_interval_s": 0.0, "max_attempts": 4, "retry_base_s": 0.05, "retry_max_s": 2.0,
-        "job_lease_s": 1.0}
+        "job_lease_s": 1.0, "ops_token": SecretStr(OPS_TOKEN)}
     return settings.model_copy(update=update | overrides)
 
 
 @contextmanager
-def running_service(settings: Settings, engine: Engine | None, **options: Any) -> Iterator[TestClient]:
-    """The real app (lifespan, worker and all) with the session's engine injected."""
-    with TestClient(create_app(settings, engine=engine, options=replace(FAST, **options))) as client:
+def running_service(settings: Settings, engine: Engine | None, client: tuple[str, int] = ("127.0.0.1", 50000),
+                    **options: Any) -> Iterator[TestClient]:
+    """The real app (lifespan, worker and all) with the session's engine injected; requests come from
+    `client` (loopback by default) with the ops bearer token of `app_settings_for`."""
+    with TestClient(create_app(settings, engine=engine, options=replace(FAST, **options)), client=client,
+                    headers={"Authorization": f"Bearer {OPS_TOKEN}"}) as client:
         yield client
 
 

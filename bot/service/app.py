@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import sqlite3
 import subprocess
 import sys
@@ -75,7 +76,9 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
             learn(engine)
         elif options.run_worker:  # only a process that runs a worker needs the engine
             slot.load_in_background(settings, on_ready=learn)
-        intake = open_store(settings, busy_timeout_s=settings.ack_timeout_s)
+        # The intake's waits (its lock, then the database's) end before the ack's bound: a refused delivery
+        # was not stored either, as far as timing allows (a redelivery is deduplicated by its id anyway).
+        intake = open_store(settings, busy_timeout_s=settings.ack_timeout_s * 0.4)
         if client is not None:
             client.pace_with(lambda installation, interval: reserve_write(store, installation, interval))
         state = ServiceState(settings=settings, options=options, store=store, metrics=Metrics(), engine=slot,
@@ -98,6 +101,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
                   summary="Triage suggestions for new issues of distributed deep-learning frameworks")
     app.include_router(webhook.router)
     app.include_router(ops.router)
+    app.add_middleware(ops.OpsGuard)
     app.add_exception_handler(DeliveryRejected, _rejected)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal_error)
     return app
@@ -129,7 +133,11 @@ def run_server(settings: Settings, host: str, port: int, workers: int = 1) -> No
     app_client = connect_github(settings)
     open_store(settings).close()
     app = create_app(settings, github=lambda _settings: app_client, options=ServiceOptions(run_worker=False))
-    children = [subprocess.Popen([sys.executable, "-c", "from bot.cli import main; main()", "worker"])
+    # The workers read the same settings from the environment; the command line's choices are added to it.
+    env = os.environ | {"DDL_TRIAGE_SHADOW": "1" if settings.shadow else "0"}
+    if settings.data_dir is not None:
+        env["DDL_TRIAGE_DATA_DIR"] = str(settings.data_dir)
+    children = [subprocess.Popen([sys.executable, "-c", "from bot.cli import main; main()", "worker"], env=env)
                 for _ in range(workers)]
     extra = {"loop": "uvloop"} if importlib.util.find_spec("uvloop") else {}
     if importlib.util.find_spec("httptools"):

@@ -33,6 +33,7 @@ TOKEN_MARGIN_S = 300.0  # renew an installation token five minutes before GitHub
 DEFAULT_RATE_LIMIT_WAIT_S = 60.0
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 TIMEOUT_S = 15
+MAX_CACHED_INSTALLATIONS = 1024
 MAX_ID = 2**53  # ids and numbers beyond this are no GitHub's (and would overflow the database's integers)
 
 
@@ -213,6 +214,8 @@ class GitHubApp:
                                     lambda: self._pace_write(installation_id), self.app_id)
         with self._lock:
             self._clients[installation_id] = (grant.expires_at.timestamp(), client)
+            while len(self._clients) > MAX_CACHED_INSTALLATIONS:  # bounded: the oldest token goes first
+                del self._clients[min(self._clients, key=lambda key: self._clients[key][0])]
         return client
 
     def _pace_write(self, installation_id: int) -> None:
@@ -228,6 +231,8 @@ class GitHubApp:
             now = time.monotonic()
             due = self._last_write.get(installation_id, 0.0) + self._write_interval_s
             self._last_write[installation_id] = max(now, due)
+            if len(self._last_write) > MAX_CACHED_INSTALLATIONS:  # bounded: forget bookings already past
+                self._last_write = {k: v for k, v in self._last_write.items() if v > now}
         if due > now:
             time.sleep(due - now)
 

@@ -62,3 +62,19 @@ def prune(store: Store, days: float, now: float | None = None) -> dict[str, int]
                          "(SELECT 1 FROM jobs WHERE jobs.delivery_id = deliveries.id)", (cutoff,)).rowcount
         decisions = run("DELETE FROM decisions WHERE created_at < ?", (cutoff,)).rowcount
     return {"jobs": int(jobs), "deliveries": int(deliveries), "decisions": int(decisions)}
+
+
+def worker_beat(store: Store, worker_id: str, ready: bool, now: float | None = None) -> None:
+    """A worker process says it is alive (and whether its engine is loaded), for the web's readiness."""
+    now = time.time() if now is None else now
+    with store.transaction() as run:
+        run("INSERT INTO workers (id, ready, beat_at) VALUES (?, ?, ?) ON CONFLICT (id) "
+            "DO UPDATE SET ready = excluded.ready, beat_at = excluded.beat_at", (worker_id, int(ready), now))
+        run("DELETE FROM workers WHERE beat_at < ?", (now - DAY_S,))
+
+
+def ready_workers(store: Store, within_s: float) -> int:
+    """Workers with a loaded engine that beat within `within_s`."""
+    with store.transaction() as run:
+        row = run("SELECT COUNT(*) FROM workers WHERE ready = 1 AND beat_at >= ?", (time.time() - within_s,)).fetchone()
+    return int(row[0])

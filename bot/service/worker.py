@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import random
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,6 +18,7 @@ from bot.service.jobs import execute_job
 from bot.service.logs import bind_delivery
 from bot.service.state import ServiceState
 from bot.service.store import StoreUnavailable
+from bot.service.upkeep import prune, worker_beat
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +26,7 @@ Execute = Callable[[ServiceState, Job], str]
 # Inputs that no retry can change (a lone surrogate, a number too large for the API): failed at once.
 HOPELESS = (UnicodeError, OverflowError, RecursionError)
 MAX_LOOP_PAUSE_S = 30.0
+PRUNE_EVERY_S = 3600.0
 
 
 class Worker:
@@ -33,6 +37,7 @@ class Worker:
         self._execute = execute
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self.run, name="ddl-triage-worker", daemon=True)
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
 
     @property
     def alive(self) -> bool:
@@ -55,14 +60,20 @@ class Worker:
         """The loop: nothing a job or the database raises ends it (it pauses, longer while errors repeat)."""
         while not self._stop.is_set() and not self.state.engine.ready.wait(0.1):
             pass
-        next_sweep, errors = 0.0, 0
+        next_sweep, next_prune, errors = 0.0, 0.0, 0
         while not self._stop.is_set():
             try:
                 if time.monotonic() >= next_sweep:
                     requeued = self.state.store.requeue_running()
                     if requeued:
                         log.warning("%d job(s) whose worker's lease ran out are queued again", requeued)
+                    worker_beat(self.state.store, self.worker_id, self.state.engine.engine is not None)
                     next_sweep = time.monotonic() + self.state.settings.job_lease_s / 3
+                if time.monotonic() >= next_prune:
+                    next_prune = time.monotonic() + PRUNE_EVERY_S
+                    gone = prune(self.state.store, self.state.settings.retention_days)
+                    if any(gone.values()):
+                        log.info("retention: deleted %s", gone)
                 job = self.state.store.claim_job(lease_s=self.state.settings.job_lease_s)
                 if job is not None:
                     self.process(job)

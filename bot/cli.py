@@ -41,10 +41,27 @@ def fail(message: str, code: int = 1) -> NoReturn:
 def load_settings(data_dir: Path | None = None, predictor: str | None = None) -> Settings:
     overrides = {k: v for k, v in {"data_dir": data_dir, "predictor": predictor}.items() if v is not None}
     try:
-        return Settings().model_copy(update=overrides)
+        settings = Settings().model_copy(update=overrides)
     except ValidationError as exc:
         err = exc.errors()[0]
         fail(f"invalid setting DDL_TRIAGE_{str(err['loc'][0]).upper()}: {err['msg']}")
+    if settings.data_dir is not None:
+        check_data_dir(settings.data_dir, "--data-dir" if data_dir is not None else "DDL_TRIAGE_DATA_DIR")
+    return settings
+
+
+def check_data_dir(path: Path, given_by: str) -> None:
+    """Fail at once, naming the flag or variable, when a data directory cannot serve as a case base."""
+    from bot.dataset import GOLD_FILES
+
+    if not path.exists():
+        fail(f"{given_by} {path}: no such directory; give the folder of the gold files, or leave {given_by} "
+             "out to use the shipped case pack")
+    if not path.is_dir():
+        fail(f"{given_by} {path}: not a directory; give the folder of the gold files")
+    if not any((path / name).is_file() for name in GOLD_FILES):
+        fail(f"{given_by} {path}: holds no gold files ({', '.join(GOLD_FILES)}); leave {given_by} out to use "
+             "the shipped case pack")
 
 
 @contextmanager
@@ -90,7 +107,7 @@ def triage(
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
-        typer.echo(render_comment(result, engine.taxonomy))
+        typer.echo(render_comment(result, engine.taxonomy, similarity_floor=settings.similarity_floor))
 
 
 def _issue_from_args(file: Path | None, title: str | None, body: str | None) -> Issue:
@@ -172,7 +189,34 @@ def serve(
     settings = load_settings(data_dir)
     if shadow:
         settings = settings.model_copy(update={"shadow": True})
+    check_knowledge(settings)
     run_server(settings, host, port, workers)
+
+
+def check_knowledge(settings: Settings) -> None:
+    """Fail in seconds, before the server starts, when the case pack or the data directory cannot serve."""
+    from bot.dataset import default_case_files
+    from bot.pack import load_pack, pack_path
+    from bot.taxonomy import load_taxonomy
+
+    taxonomy = load_taxonomy(settings.taxonomy)
+    if settings.data_dir is None:
+        load_pack(pack_path(settings), taxonomy)
+    else:
+        default_case_files(settings.data_dir)
+
+
+@app.command()
+def action(
+    shadow: Annotated[bool, typer.Option("--shadow", help="Decide and store, post nothing.")] = False,
+) -> None:
+    """GitHub Action form: triage this workflow's issue event (GITHUB_EVENT_PATH) and upsert the one comment."""
+    from bot.service.action import run_action
+
+    settings = load_settings()
+    if shadow:
+        settings = settings.model_copy(update={"shadow": True})
+    typer.echo(run_action(settings))
 
 
 @app.command()
@@ -192,6 +236,13 @@ def replay(
         raise typer.Exit(1)
 
 
+def _register_subcommands() -> None:
+    from bot.pack_cli import pack_app
+
+    app.add_typer(pack_app, name="pack")
+
+
+_register_subcommands()
 register_service_commands(app)
 
 

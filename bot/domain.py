@@ -59,11 +59,36 @@ class AxisPrediction(BaseModel):
 
 
 class Neighbour(BaseModel):
+    """A labelled case of the pack near the issue. Title and state are GitHub's, filled in only by the service."""
+
     id: str
     url: str | None
     title: str | None = None
+    type: str | None = None  # "issue" | "pull_request" | "question"
+    state: str | None = None
     score: float
     labels: Labels = Field(default_factory=dict)
+
+    @property
+    def is_pull_request(self) -> bool:
+        return self.type == "pull_request"
+
+
+class RelatedIssue(BaseModel):
+    """An issue or pull request of the same repository, from the repository memory (service only)."""
+
+    repo: str
+    number: int
+    url: str | None = None
+    title: str | None = None
+    type: str = "issue"  # "issue" | "pull_request"
+    state: str = "open"
+    state_reason: str | None = None  # completed | not_planned | duplicate
+    closed_by: str | None = None  # "#4290" or a commit sha
+    duplicate_of: int | None = None
+    labels: list[str] = Field(default_factory=list)
+    score: float
+    possible_duplicate: bool = False
 
 
 class TriageResult(BaseModel):
@@ -77,6 +102,9 @@ class TriageResult(BaseModel):
     taxonomy_version: str
     model_id: str
     fallback: str | None = None
+    related: list[RelatedIssue] = Field(default_factory=list)  # this repository's own issues (service only)
+    needs_details: bool = False  # too little text to triage: the comment asks for the facts instead
+    missing_facts: list[str] = Field(default_factory=list)  # ids of facts to ask for (taxonomy `facts:`)
 
     def label(self, axis: str) -> str | None:
         return self.predictions[axis].label

@@ -14,6 +14,7 @@ import typer
 from pydantic import ValidationError
 
 from bot.errors import ConfigError, TriageError
+from bot.paths import default_data_dir
 from bot.predictors import predictor_names
 from bot.settings import Settings
 from eval.task import RunConfig, default_predictors, load_task, task_config
@@ -32,8 +33,10 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def load_settings() -> Settings:
+    """The bot's settings; researchers' data directory defaults to ../shared/data/gold beside the checkout."""
     try:
-        return Settings()
+        settings = Settings()
+        return settings if settings.data_dir else settings.model_copy(update={"data_dir": default_data_dir()})
     except ValidationError as exc:
         err = exc.errors()[0]
         fail(f"invalid setting DDL_TRIAGE_{str(err['loc'][0]).upper()}: {err['msg']}")
@@ -179,6 +182,22 @@ def validate(
         print(f"eval: error: {problem}", file=sys.stderr)
     if problems:
         fail(f"{len(problems)} problem(s), listed above")
+
+
+@app.command()
+def floor(
+    dataset: Annotated[list[Path] | None, typer.Option(help="Records whose neighbours are scored (default: the "
+                                                       "ddl-dev files).")] = None,
+) -> None:
+    """Precision of "the neighbour shares the gold symptom" per similarity bin (the comment's floor)."""
+    from bot.dataset import default_case_files
+    from eval.neighbour_floor import format_table, measure_floor
+
+    settings = load_settings()
+    files = default_case_files(settings.data_dir)
+    queries = dataset or [f for f in files if f.name.startswith("ddl-dev")]
+    print(f"neighbours of {', '.join(q.name for q in queries)} among {', '.join(f.name for f in files)} (k=10)")
+    print(format_table(measure_floor(settings, queries, files)))
 
 
 @app.command("ls")

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.engine import Engine
 from bot.service.store import Store
 from bot.service.upkeep import list_jobs, prune, reserve_write, retry_jobs
+from bot.settings import Settings
+from tests.fake_github import REPO, FakeGitHub, app_settings_for, deliver, issue_payload, running_service, wait_idle
 from tests.test_service_store import _new_database, postgres_server  # noqa: F401  (a fixture)
 
 
@@ -126,3 +129,23 @@ def test_retention_forgets_old_finished_work_and_keeps_failed_and_recent(stores:
     gone = prune(a, days=30, now=time.time() + 31 * 86400)
     assert gone["jobs"] == 1 and gone["deliveries"] == 1
     assert a.job_counts() == {"failed": 1, "queued": 1}
+
+
+def test_two_replicas_on_one_postgresql_pace_their_writes_together(
+        settings: Settings, engine: Engine, postgres_server: str, tmp_path: Path) -> None:  # noqa: F811
+    interval = 0.3
+    numbers = range(42, 50)
+    with FakeGitHub().running() as github:
+        github.add_repo(REPO)
+        payloads = [issue_payload(github, number=n) for n in numbers]
+        shared = app_settings_for(settings, github, tmp_path, database_url=_new_database(postgres_server),
+                                  write_interval_s=interval)
+        with running_service(shared, engine) as a, running_service(shared, engine) as b:
+            for i, payload in enumerate(payloads):
+                assert deliver(a if i % 2 else b, payload).status_code == 202
+            assert wait_idle(a, timeout=60) == {"done": len(payloads)}
+        posts = sorted(r.at for r in github.requests if r.method == "POST" and r.path.endswith("/comments"))
+        assert {n: len(github.bot_comments(REPO, n)) for n in numbers} == dict.fromkeys(numbers, 1)
+    assert len(posts) == len(payloads)
+    gaps = [later - earlier for earlier, later in itertools.pairwise(posts)]
+    assert min(gaps) >= interval - 0.05, f"two writes to one installation {min(gaps):.3f}s apart"

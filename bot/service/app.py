@@ -137,13 +137,16 @@ def run_server(settings: Settings, host: str, port: int, workers: int = 1) -> No
     env = os.environ | {"DDL_TRIAGE_SHADOW": "1" if settings.shadow else "0"}
     if settings.data_dir is not None:
         env["DDL_TRIAGE_DATA_DIR"] = str(settings.data_dir)
-    children = [subprocess.Popen([sys.executable, "-c", "from bot.cli import main; main()", "worker"], env=env)
+    children = [subprocess.Popen([sys.executable, "-c", "from bot.cli import main; main()", "worker"], env=env,
+                                 preexec_fn=_die_with_parent if sys.platform == "linux" else None)
                 for _ in range(workers)]
     extra = {"loop": "uvloop"} if importlib.util.find_spec("uvloop") else {}
     if importlib.util.find_spec("httptools"):
         extra["http"] = "httptools"
     try:
-        uvicorn.run(app, host=host, port=port, log_config=None, proxy_headers=True, **extra)  # type: ignore[arg-type]
+        # No access log: the webhook logs each delivery once, with its id; a line per request costs the ack.
+        uvicorn.run(app, host=host, port=port, log_config=None, proxy_headers=True, access_log=False,
+                    **extra)  # type: ignore[arg-type]
     finally:
         for child in children:
             child.terminate()
@@ -152,3 +155,11 @@ def run_server(settings: Settings, host: str, port: int, workers: int = 1) -> No
                 child.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 child.kill()
+
+
+def _die_with_parent() -> None:
+    """In a worker child (Linux): SIGTERM when the web process dies, even by kill -9, so none is orphaned."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG

@@ -14,7 +14,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
-from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bot.service.state import ServiceState, StateDep
 from bot.service.upkeep import ready_workers
@@ -23,17 +23,26 @@ router = APIRouter()
 GUARDED = ("/metrics", "/decisions", "/docs", "/redoc", "/openapi.json")
 
 
-class OpsGuard(BaseHTTPMiddleware):
-    """401 for the guarded pages without the bearer token (or, with no token set, outside shadow+loopback)."""
+class OpsGuard:
+    """401 for the guarded pages without the bearer token (or, with no token set, outside shadow+loopback).
 
-    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        if request.url.path.startswith(GUARDED):
+    A plain ASGI middleware: the webhook passes through untouched (BaseHTTPMiddleware costs every request).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(GUARDED):
+            request = Request(scope)
             state: ServiceState | None = getattr(request.app.state, "service", None)
             if state is None or not allowed(state, request):
-                return JSONResponse({"status": "unauthorized",
-                                     "error": "send Authorization: Bearer <DDL_TRIAGE_OPS_TOKEN>"},
-                                    status_code=401, headers={"WWW-Authenticate": "Bearer"})
-        return await call_next(request)
+                refusal = JSONResponse({"status": "unauthorized",
+                                        "error": "send Authorization: Bearer <DDL_TRIAGE_OPS_TOKEN>"},
+                                       status_code=401, headers={"WWW-Authenticate": "Bearer"})
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def allowed(state: ServiceState, request: Request) -> bool:

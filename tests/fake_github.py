@@ -90,6 +90,9 @@ class FakeGitHub:
         self.tokens: dict[str, int] = {}
         self._failures: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
         self._outage: list[tuple[float, int, dict[str, str]]] = []  # (until, status, headers), in order
+        # The App's webhook deliveries (GET /app/hook/deliveries), newest first; a redelivery calls `redeliver`.
+        self.hook_deliveries: list[dict[str, Any]] = []
+        self.redeliver: Callable[[dict[str, Any]], None] = lambda delivery: None
         self._lock = threading.Lock()
         self._next_id = 1000
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -157,6 +160,36 @@ class FakeGitHub:
                 return status, headers
         return None
 
+    # --- the App's webhook deliveries (issue 9: missed-delivery recovery) ---------------------------------
+
+    def add_hook_delivery(self, guid: str, status_code: int, payload: dict[str, Any], event: str = "issues",
+                          age_s: float = 60.0) -> dict[str, Any]:
+        """A delivery GitHub made to the App's webhook (`payload` is kept for its redelivery)."""
+        with self._lock:
+            self._next_id += 1
+            item = {"id": self._next_id, "guid": guid, "status_code": status_code,
+                    "status": "OK" if status_code < 300 else "Service Unavailable", "event": event,
+                    "action": payload.get("action"), "redelivery": False,
+                    "delivered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - age_s)),
+                    "_payload": payload}
+            self.hook_deliveries.insert(0, item)
+        return item
+
+    def _hook_deliveries_route(self, method: str, rest: list[str], auth: str) -> tuple[int, dict[str, str], Any]:
+        try:
+            jwt.decode(auth.removeprefix("Bearer "), self._public_key, algorithms=["RS256"])
+        except jwt.PyJWTError as exc:
+            return 401, {}, {"message": f"A JSON web token could not be decoded ({exc})"}
+        if method == "GET" and not rest:
+            return 200, {}, [_public(item) for item in self.hook_deliveries]
+        if method == "POST" and len(rest) == 2 and rest[1] == "attempts" and rest[0].isdigit():
+            [item] = [d for d in self.hook_deliveries if d["id"] == int(rest[0])] or [None]
+            if item is None:
+                return 404, {}, {"message": "Not Found"}
+            self.redeliver(item)
+            return 202, {}, {}
+        return 404, {}, {"message": "Not Found"}
+
     # --- inspecting ---------------------------------------------------------------------------------------
 
     def comments_on(self, repo: str, number: int) -> list[dict[str, Any]]:
@@ -190,6 +223,8 @@ class FakeGitHub:
         parts = path.strip("/").split("/")
         if parts[:2] == ["app", "installations"] and method == "POST":
             return self._access_token(int(parts[2]), auth)
+        if parts[:3] == ["app", "hook", "deliveries"]:
+            return self._hook_deliveries_route(method, parts[3:], auth)
         if not self._token_ok(auth):
             return 401, {}, {"message": "Bad credentials"}
         if parts[0] != "repos" or len(parts) < 3 or "/".join(parts[1:3]) not in self.repos:

@@ -322,3 +322,35 @@ class InstallationClient:
                 return self._gh.get_repo(repo).get_collaborator_permission(user) in WRITE_PERMISSIONS
         except NotFound:
             return False
+
+
+# --- the App's webhook deliveries (issue 9: missed-delivery recovery) ----------------------------------------
+
+
+def hook_deliveries(app: GitHubApp, max_pages: int = 10) -> list[dict[str, Any]]:
+    """The App's recent webhook deliveries, newest first (`GET /app/hook/deliveries`, as the App's JWT)."""
+    requester = app._integration.requester
+    url: str | None = "/app/hook/deliveries?per_page=100"
+    found: list[dict[str, Any]] = []
+    for _ in range(max_pages):
+        if url is None:
+            break
+        with github_errors("list the App's webhook deliveries"):
+            headers, data = requester.requestJsonAndCheck("GET", url)
+        found += [item for item in data if isinstance(item, dict)] if isinstance(data, list) else []
+        url = _next_link(headers.get("link", ""))
+    return found
+
+
+def redeliver(app: GitHubApp, delivery_id: int) -> None:
+    """Ask GitHub to send one delivery again (`POST /app/hook/deliveries/{id}/attempts`)."""
+    with github_errors(f"redeliver webhook delivery {delivery_id}"):
+        app._integration.requester.requestJsonAndCheck("POST", f"/app/hook/deliveries/{delivery_id}/attempts")
+
+
+def _next_link(link: str) -> str | None:
+    for part in link.split(","):
+        target, _, rel = part.partition(";")
+        if 'rel="next"' in rel:
+            return target.strip().strip("<>")
+    return None

@@ -33,11 +33,13 @@ CREATE TABLE IF NOT EXISTS feedback (
     id {serial} PRIMARY KEY, delivery_id TEXT NOT NULL, repo TEXT NOT NULL, number INTEGER NOT NULL,
     axis TEXT NOT NULL, value TEXT NOT NULL, author TEXT NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL,
     created_at DOUBLE PRECISION NOT NULL, UNIQUE (delivery_id, axis));
+CREATE TABLE IF NOT EXISTS redeliveries (guid TEXT PRIMARY KEY, asked_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE IF NOT EXISTS workers (
     id TEXT PRIMARY KEY, ready INTEGER NOT NULL, beat_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE IF NOT EXISTS write_pacing (
     installation_id BIGINT PRIMARY KEY, next_write_at DOUBLE PRECISION NOT NULL);
 """
+SCHEMA_LOCK = 7_340_001  # the advisory lock id under which the schema is created on PostgreSQL
 # Columns added after the first release: added to an older database at start-up.
 MIGRATIONS = (("jobs", "lease_token", "TEXT"), ("jobs", "lease_expires_at", "DOUBLE PRECISION"))
 JOB_COLUMNS = ("id, delivery_id, event, action, issue_key, status, attempts, last_error, received_at, "
@@ -70,25 +72,26 @@ class Store:
         self._conn: Any = self._connect()
         serial = "BIGSERIAL" if self.postgres else "INTEGER"
         with self._tx() as run:
+            if self.postgres:  # replicas starting together: one creates the schema, the others wait for it
+                run("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
             for statement in SCHEMA.format(serial=serial).split(";"):
                 if statement.strip():
                     run(statement)
-        for table, column, kind in MIGRATIONS:
-            self._add_column(table, column, kind)
+            for table, column, kind in MIGRATIONS:
+                self._add_column(run, table, column, kind)
 
     def _connect(self) -> Any:
         if self.postgres:
             return _connect_postgres(self.url, self.busy_timeout_s)
         return _connect_sqlite(self.url, self.busy_timeout_s)
 
-    def _add_column(self, table: str, column: str, kind: str) -> None:
-        with self._tx() as run:
-            if self.postgres:
-                run(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
-                return
-            names = {row[1] for row in run(f"PRAGMA table_info({table})").fetchall()}
-            if column not in names:
-                run(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+    def _add_column(self, run: Any, table: str, column: str, kind: str) -> None:
+        if self.postgres:
+            run(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
+            return
+        names = {row[1] for row in run(f"PRAGMA table_info({table})").fetchall()}
+        if column not in names:
+            run(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def transaction(self) -> Any:
         """One transaction (a `run(sql, params)` callable), for the store's sibling modules."""

@@ -16,6 +16,7 @@ from bot.service.errors import PermanentGitHubError, RateLimited, TransientGitHu
 from bot.service.events import Job
 from bot.service.jobs import execute_job
 from bot.service.logs import bind_delivery
+from bot.service.recovery import recover_missed
 from bot.service.state import ServiceState
 from bot.service.store import StoreUnavailable
 from bot.service.upkeep import prune, worker_beat
@@ -27,6 +28,7 @@ Execute = Callable[[ServiceState, Job], str]
 HOPELESS = (UnicodeError, OverflowError, RecursionError)
 MAX_LOOP_PAUSE_S = 30.0
 PRUNE_EVERY_S = 3600.0
+RECOVER_EVERY_S = 600.0  # missed deliveries: at start-up, then every ten minutes
 
 
 class Worker:
@@ -60,7 +62,7 @@ class Worker:
         """The loop: nothing a job or the database raises ends it (it pauses, longer while errors repeat)."""
         while not self._stop.is_set() and not self.state.engine.ready.wait(0.1):
             pass
-        next_sweep, next_prune, errors = 0.0, 0.0, 0
+        next_sweep, next_prune, next_recovery, errors = 0.0, 0.0, 0.0, 0
         while not self._stop.is_set():
             try:
                 if time.monotonic() >= next_sweep:
@@ -74,6 +76,9 @@ class Worker:
                     gone = prune(self.state.store, self.state.settings.retention_days)
                     if any(gone.values()):
                         log.info("retention: deleted %s", gone)
+                if self.state.github is not None and time.monotonic() >= next_recovery:
+                    next_recovery = time.monotonic() + RECOVER_EVERY_S
+                    self._recover()
                 job = self.state.store.claim_job(lease_s=self.state.settings.job_lease_s)
                 if job is not None:
                     self.process(job)
@@ -87,6 +92,17 @@ class Worker:
             if job is None:
                 self.state.wake_worker.wait(self.state.settings.worker_poll_s)
                 self.state.wake_worker.clear()
+
+    def _recover(self) -> None:
+        """Ask GitHub to redeliver what failed while we were down; a failure here only waits for next time."""
+        assert self.state.github is not None
+        try:
+            asked = recover_missed(self.state.github, self.state.store)
+        except Exception as exc:
+            log.warning("missed-delivery recovery failed: %s", exc)
+            return
+        if asked:
+            log.warning("asked GitHub to redeliver %d missed delivery(ies)", asked)
 
     def process(self, job: Job) -> None:
         """Run one claimed job and record how it ended: done, queued again after a delay, or failed.

@@ -175,6 +175,10 @@ class FakeGitHub:
             self.hook_deliveries.insert(0, item)
         return item
 
+    def work_requests(self) -> list[Recorded]:
+        """Requests made for some delivery's work: all but the recovery sweep's listing of deliveries."""
+        return [r for r in self.requests if not (r.method == "GET" and r.path == "/app/hook/deliveries")]
+
     def _hook_deliveries_route(self, method: str, rest: list[str], auth: str) -> tuple[int, dict[str, str], Any]:
         try:
             jwt.decode(auth.removeprefix("Bearer "), self._public_key, algorithms=["RS256"])

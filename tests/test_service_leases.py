@@ -133,8 +133,8 @@ def test_retention_forgets_old_finished_work_and_keeps_failed_and_recent(stores:
 
 def test_two_replicas_on_one_postgresql_pace_their_writes_together(
         settings: Settings, engine: Engine, postgres_server: str, tmp_path: Path) -> None:  # noqa: F811
-    interval = 0.3
-    numbers = range(42, 50)
+    interval = 1.0  # arrivals jitter by the test process's load; the bookings themselves are exact
+    numbers = range(42, 48)
     with FakeGitHub().running() as github:
         github.add_repo(REPO)
         payloads = [issue_payload(github, number=n) for n in numbers]
@@ -148,4 +148,4 @@ def test_two_replicas_on_one_postgresql_pace_their_writes_together(
         assert {n: len(github.bot_comments(REPO, n)) for n in numbers} == dict.fromkeys(numbers, 1)
     assert len(posts) == len(payloads)
     gaps = [later - earlier for earlier, later in itertools.pairwise(posts)]
-    assert min(gaps) >= interval - 0.05, f"two writes to one installation {min(gaps):.3f}s apart"
+    assert min(gaps) >= interval - 0.25, f"two writes to one installation {min(gaps):.3f}s apart"

@@ -99,7 +99,7 @@ def test_bad_or_missing_signature_gets_401_and_no_work(
         assert tampered.status_code == 401
         time.sleep(0.1)
         assert state_of(client).store.job_counts() == {}
-    assert github.requests == []
+    assert github.work_requests() == []
 
 
 def test_bot_issue_and_pull_request_get_nothing(app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
@@ -114,7 +114,7 @@ def test_bot_issue_and_pull_request_get_nothing(app_settings: Settings, engine: 
             assert response.status_code == 202 and response.json()["status"] == "ignored"
         time.sleep(0.1)
         assert state_of(client).store.job_counts() == {}
-    assert github.requests == []
+    assert github.work_requests() == []
 
 
 def test_ping_and_events_the_bot_does_not_handle_get_a_2xx_and_no_work(
@@ -126,7 +126,7 @@ def test_ping_and_events_the_bot_does_not_handle_get_a_2xx_and_no_work(
         assert (labeled.status_code, labeled.json()["status"]) == (202, "ignored")
         assert (push.status_code, push.json()["status"]) == (202, "ignored")
         assert state_of(client).store.job_counts() == {}
-    assert github.requests == []
+    assert github.work_requests() == []
 
 
 def test_bad_deliveries_get_a_clear_4xx_and_the_ones_around_them_are_processed(

@@ -76,7 +76,8 @@ class Worker:
                     gone = prune(self.state.store, self.state.settings.retention_days)
                     if any(gone.values()):
                         log.info("retention: deleted %s", gone)
-                if self.state.github is not None and time.monotonic() >= next_recovery:
+                # Not in shadow mode: asking GitHub to redeliver is an action on the App's behalf.
+                if self.state.github is not None and not self.state.shadow and time.monotonic() >= next_recovery:
                     next_recovery = time.monotonic() + RECOVER_EVERY_S
                     self._recover()
                 job = self.state.store.claim_job(lease_s=self.state.settings.job_lease_s)

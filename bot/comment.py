@@ -22,6 +22,7 @@ HEADING = "### ddl-triage suggestion"
 AXIS_TITLES = {"kind": "Kind", "stage": "Stage", "symptom": "Symptom", "root_cause": "Likely root cause",
                "fix_pattern": "Likely fix pattern"}
 NOT_SURE = "_not sure_"
+CORRECTED = "set by a maintainer"
 MAX_SIMILAR = 5
 MAX_RELATED = 5
 NEEDS_DETAILS = ("This issue does not have enough detail yet for a triage suggestion. To help the maintainers "
@@ -86,7 +87,8 @@ def render_comment(result: TriageResult, taxonomy: Taxonomy, axes: tuple[str, ..
     for axis in shown:
         pred = result.predictions[axis]
         label = _label_text(taxonomy, axis, pred.label) if pred.label else NOT_SURE
-        lines.append(f"| {AXIS_TITLES[axis]} | {label} | {percent(pred.confidence)} |")
+        confidence = CORRECTED if pred.corrected else percent(pred.confidence)
+        lines.append(f"| {AXIS_TITLES[axis]} | {label} | {confidence} |")
     fix = result.predictions["fix_pattern"].label if "fix_pattern" in shown else None
     if fix and (checklist := taxonomy.value("fix_pattern", fix).checklist):
         lines += ["", f"**What usually resolves `{fix}`:**", *[f"- [ ] {item}" for item in checklist]]

@@ -56,6 +56,7 @@ class AxisPrediction(BaseModel):
     label: str | None
     confidence: float
     top: list[tuple[str, float]]
+    corrected: bool = False  # set by a maintainer's `/triage axis=value`, not predicted
 
 
 class Neighbour(BaseModel):

@@ -67,5 +67,5 @@ def apply_corrections(result: TriageResult, corrections: dict[str, str]) -> Tria
         return result
     predictions = dict(result.predictions)
     for axis, value in corrections.items():
-        predictions[axis] = AxisPrediction(label=value, confidence=1.0, top=[(value, 1.0)])
+        predictions[axis] = AxisPrediction(label=value, confidence=1.0, top=[(value, 1.0)], corrected=True)
     return result.model_copy(update={"predictions": predictions})

@@ -32,6 +32,7 @@ from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
+INTAKE_CONNECTIONS = 4  # per web process, on PostgreSQL
 GitHubFactory = Callable[[Settings], GitHubApp | None]
 
 
@@ -79,10 +80,12 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
         # The intake's waits (its lock, then the database's) end before the ack's bound: a refused delivery
         # was not stored either, as far as timing allows (a redelivery is deduplicated by its id anyway).
         intake = open_store(settings, busy_timeout_s=settings.ack_timeout_s * 0.4)
+        extra = [open_store(settings, busy_timeout_s=settings.ack_timeout_s * 0.4)
+                 for _ in range(INTAKE_CONNECTIONS - 1)] if store.postgres else []
         if client is not None:
             client.pace_with(lambda installation, interval: reserve_write(store, installation, interval))
         state = ServiceState(settings=settings, options=options, store=store, metrics=Metrics(), engine=slot,
-                             github=client, intake=intake)
+                             github=client, intake=intake, intake_extra=extra)
         worker = Worker(state)
         state.worker_alive = lambda: worker.alive
         app.state.service = state
@@ -94,7 +97,8 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
         finally:
             worker.stop(options.shutdown_timeout_s)
             store.close()
-            intake.close()
+            for connection in [intake, *extra]:
+                connection.close()
             log.info("ddl-triage service stopped")
 
     app = FastAPI(title="ddl-triage", lifespan=lifespan,

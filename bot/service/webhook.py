@@ -61,11 +61,15 @@ async def receive_webhook(request: Request, state: StateDep) -> JSONResponse:
 async def record(state: ServiceState, delivery_id: str, event: str, action: str, payload: str,
                  issue_key: str) -> tuple[bool, int | None]:
     """Insert the delivery and its job, waiting at most `ack_timeout_s`: a slow or broken store is a 503."""
-    intake = state.intake or state.store
+    def insert() -> tuple[bool, int | None]:
+        intake = state.take_intake()
+        try:
+            return intake.record_delivery(delivery_id, event, action, payload, issue_key)
+        finally:
+            state.give_intake(intake)
+
     try:
-        return await asyncio.wait_for(
-            run_in_threadpool(intake.record_delivery, delivery_id, event, action, payload, issue_key),
-            timeout=state.settings.ack_timeout_s)
+        return await asyncio.wait_for(run_in_threadpool(insert), timeout=state.settings.ack_timeout_s)
     except TimeoutError:
         raise StoreBusy(f"the database did not answer within {state.settings.ack_timeout_s:g}s") from None
     except Exception as exc:  # locked, unreachable, disk full: GitHub keeps the delivery as failed

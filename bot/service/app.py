@@ -33,6 +33,8 @@ from bot.settings import Settings
 log = logging.getLogger(__name__)
 
 INTAKE_CONNECTIONS = 4  # per web process, on PostgreSQL
+WORKER_NICENESS = 10
+SQLITE_INTAKE_WAIT_S = 0.5  # the SQLite insert runs on the event loop: it may stall it this long at most
 GitHubFactory = Callable[[Settings], GitHubApp | None]
 
 
@@ -79,7 +81,8 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
             slot.load_in_background(settings, on_ready=learn)
         # The intake's waits (its lock, then the database's) end before the ack's bound: a refused delivery
         # was not stored either, as far as timing allows (a redelivery is deduplicated by its id anyway).
-        intake = open_store(settings, busy_timeout_s=settings.ack_timeout_s * 0.4)
+        intake = open_store(settings, busy_timeout_s=settings.ack_timeout_s * 0.4 if store.postgres
+                            else min(SQLITE_INTAKE_WAIT_S, settings.ack_timeout_s))
         extra = [open_store(settings, busy_timeout_s=settings.ack_timeout_s * 0.4)
                  for _ in range(INTAKE_CONNECTIONS - 1)] if store.postgres else []
         if client is not None:
@@ -142,7 +145,7 @@ def run_server(settings: Settings, host: str, port: int, workers: int = 1) -> No
     if settings.data_dir is not None:
         env["DDL_TRIAGE_DATA_DIR"] = str(settings.data_dir)
     children = [subprocess.Popen([sys.executable, "-c", "from bot.cli import main; main()", "worker"], env=env,
-                                 preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+                                 preexec_fn=_worker_child if sys.platform == "linux" else None)
                 for _ in range(workers)]
     extra = {"loop": "uvloop"} if importlib.util.find_spec("uvloop") else {}
     if importlib.util.find_spec("httptools"):
@@ -161,9 +164,11 @@ def run_server(settings: Settings, host: str, port: int, workers: int = 1) -> No
                 child.kill()
 
 
-def _die_with_parent() -> None:
-    """In a worker child (Linux): SIGTERM when the web process dies, even by kill -9, so none is orphaned."""
+def _worker_child() -> None:
+    """In a worker child (Linux): SIGTERM when the web process dies, even by kill -9, so none is orphaned;
+    and a lower CPU priority, so that on a busy machine the acknowledgements come before the triage."""
     import ctypes
     import signal
 
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    os.nice(WORKER_NICENESS)

@@ -69,6 +69,10 @@ async def record(state: ServiceState, delivery_id: str, event: str, action: str,
             state.give_intake(intake)
 
     try:
+        if state.intake is not None and not state.intake.postgres:
+            # SQLite: one tiny local INSERT, run right here (a thread hop costs more than the write); its
+            # short busy timeout bounds how long a held write lock can stall the loop.
+            return insert()
         return await asyncio.wait_for(run_in_threadpool(insert), timeout=state.settings.ack_timeout_s)
     except TimeoutError:
         raise StoreBusy(f"the database did not answer within {state.settings.ack_timeout_s:g}s") from None

@@ -40,6 +40,7 @@ REPO = "example-org/fastdist"  # the repository of the payloads in tests/payload
 COMMENTS = f"/repos/{REPO}/issues/42/comments"
 BOT_LOGIN = "ddl-triage[bot]"
 SECRET = "test-webhook-secret"
+OPS_TOKEN = "test-ops-token"
 FAST = ServiceOptions(shutdown_timeout_s=10.0)
 DROP = 0  # a "status" that closes the connection without an answer
 
@@ -88,6 +89,10 @@ class FakeGitHub:
         self.requests: list[Recorded] = []
         self.tokens: dict[str, int] = {}
         self._failures: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
+        self._outage: list[tuple[float, int, dict[str, str]]] = []  # (until, status, headers), in order
+        # The App's webhook deliveries (GET /app/hook/deliveries), newest first; a redelivery calls `redeliver`.
+        self.hook_deliveries: list[dict[str, Any]] = []
+        self.redeliver: Callable[[dict[str, Any]], None] = lambda delivery: None
         self._lock = threading.Lock()
         self._next_id = 1000
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -134,6 +139,61 @@ class FakeGitHub:
         """The next requests to `method path` get these answers (status, headers[, message]), not the real one."""
         self._failures.setdefault((method, path), []).extend(answers)
 
+    # --- outages (issue 9: the service under faults) -------------------------------------------------------
+
+    def outage(self, *phases: tuple[float, int, dict[str, str]]) -> None:
+        """From now on, every repository request gets each phase's answer for its seconds, in turn:
+        e.g. (3.0, 502, {}) then (1.0, 403, {"retry-after": "1"}); DROP closes the connection."""
+        at = time.monotonic()
+        with self._lock:
+            self._outage = []
+            for seconds, status, headers in phases:
+                at += seconds
+                self._outage.append((at, status, headers))
+
+    def _outage_answer(self, path: str) -> tuple[int, dict[str, str]] | None:
+        now = time.monotonic()
+        if not path.startswith("/repos/"):
+            return None
+        for until, status, headers in self._outage:
+            if now < until:
+                return status, headers
+        return None
+
+    # --- the App's webhook deliveries (issue 9: missed-delivery recovery) ---------------------------------
+
+    def add_hook_delivery(self, guid: str, status_code: int, payload: dict[str, Any], event: str = "issues",
+                          age_s: float = 60.0) -> dict[str, Any]:
+        """A delivery GitHub made to the App's webhook (`payload` is kept for its redelivery)."""
+        with self._lock:
+            self._next_id += 1
+            item = {"id": self._next_id, "guid": guid, "status_code": status_code,
+                    "status": "OK" if status_code < 300 else "Service Unavailable", "event": event,
+                    "action": payload.get("action"), "redelivery": False,
+                    "delivered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - age_s)),
+                    "_payload": payload}
+            self.hook_deliveries.insert(0, item)
+        return item
+
+    def work_requests(self) -> list[Recorded]:
+        """Requests made for some delivery's work: all but the recovery sweep's listing of deliveries."""
+        return [r for r in self.requests if not (r.method == "GET" and r.path == "/app/hook/deliveries")]
+
+    def _hook_deliveries_route(self, method: str, rest: list[str], auth: str) -> tuple[int, dict[str, str], Any]:
+        try:
+            jwt.decode(auth.removeprefix("Bearer "), self._public_key, algorithms=["RS256"])
+        except jwt.PyJWTError as exc:
+            return 401, {}, {"message": f"A JSON web token could not be decoded ({exc})"}
+        if method == "GET" and not rest:
+            return 200, {}, [_public(item) for item in self.hook_deliveries]
+        if method == "POST" and len(rest) == 2 and rest[1] == "attempts" and rest[0].isdigit():
+            [item] = [d for d in self.hook_deliveries if d["id"] == int(rest[0])] or [None]
+            if item is None:
+                return 404, {}, {"message": "Not Found"}
+            self.redeliver(item)
+            return 202, {}, {}
+        return 404, {}, {"message": "Not Found"}
+
     # --- inspecting ---------------------------------------------------------------------------------------
 
     def comments_on(self, repo: str, number: int) -> list[dict[str, Any]]:
@@ -158,7 +218,7 @@ class FakeGitHub:
         with self._lock:
             self.requests.append(Recorded(method, path, query, body, auth))
             queued = self._failures.get((method, path))
-            failure = queued.pop(0) if queued else None
+            failure = queued.pop(0) if queued else self._outage_answer(path)
         if failure is not None:
             status, headers, *message = failure
             default = ("Server Error" if status >= 500 else
@@ -167,6 +227,8 @@ class FakeGitHub:
         parts = path.strip("/").split("/")
         if parts[:2] == ["app", "installations"] and method == "POST":
             return self._access_token(int(parts[2]), auth)
+        if parts[:3] == ["app", "hook", "deliveries"]:
+            return self._hook_deliveries_route(method, parts[3:], auth)
         if not self._token_ok(auth):
             return 401, {}, {"message": "Bad credentials"}
         if parts[0] != "repos" or len(parts) < 3 or "/".join(parts[1:3]) not in self.repos:
@@ -309,14 +371,18 @@ def app_settings_for(settings: Settings, github: FakeGitHub, db_dir: Path, **ove
         "webhook_secret": SecretStr(SECRET), "github_app_id": github.app_id,
         "github_private_key": SecretStr(github.private_key), "github_api_url": github.base_url,
         "database_url": f"sqlite:///{db_dir / 'service.sqlite3'}", "worker_poll_s": 0.02,
-        "write_interval_s": 0.0, "max_attempts": 4, "retry_base_s": 0.05, "retry_max_s": 2.0}
+        "write_interval_s": 0.0, "max_attempts": 4, "retry_base_s": 0.05, "retry_max_s": 2.0,
+        "job_lease_s": 1.0, "ops_token": SecretStr(OPS_TOKEN)}
     return settings.model_copy(update=update | overrides)
 
 
 @contextmanager
-def running_service(settings: Settings, engine: Engine | None, **options: Any) -> Iterator[TestClient]:
-    """The real app (lifespan, worker and all) with the session's engine injected."""
-    with TestClient(create_app(settings, engine=engine, options=replace(FAST, **options))) as client:
+def running_service(settings: Settings, engine: Engine | None, client: tuple[str, int] = ("127.0.0.1", 50000),
+                    **options: Any) -> Iterator[TestClient]:
+    """The real app (lifespan, worker and all) with the session's engine injected; requests come from
+    `client` (loopback by default) with the ops bearer token of `app_settings_for`."""
+    with TestClient(create_app(settings, engine=engine, options=replace(FAST, **options)), client=client,
+                    headers={"Authorization": f"Bearer {OPS_TOKEN}"}) as client:
         yield client
 
 

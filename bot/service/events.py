@@ -72,6 +72,7 @@ class Job(BaseModel):
     attempts: int
     last_error: str | None = None
     received_at: float
+    lease_token: str | None = None  # the claim this copy was taken under; outcome writes need it
 
 
 class Decision(BaseModel):

@@ -18,6 +18,7 @@ from bot.comment import has_marker
 from bot.domain import Issue
 from bot.service.credentials import AppCredentials
 from bot.service.errors import (
+    MalformedPayload,
     NotFound,
     PayloadFieldError,
     PermanentGitHubError,
@@ -32,6 +33,8 @@ TOKEN_MARGIN_S = 300.0  # renew an installation token five minutes before GitHub
 DEFAULT_RATE_LIMIT_WAIT_S = 60.0
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 TIMEOUT_S = 15
+MAX_CACHED_INSTALLATIONS = 1024
+MAX_ID = 2**53  # ids and numbers beyond this are no GitHub's (and would overflow the database's integers)
 
 
 
@@ -78,6 +81,20 @@ def _get(payload: dict[str, Any], path: str, kind: type) -> Any:
         value = value[part]
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise PayloadFieldError(path, f"is not a {kind.__name__}")
+    if isinstance(value, int) and not 0 <= value < MAX_ID:
+        raise MalformedPayload(f"payload field {path!r} is out of range ({str(value)[:30]}...)")
+    if isinstance(value, str):
+        _check_text(value, path)
+    return value
+
+
+def _check_text(value: str, path: str) -> str:
+    """Text that can be stored and sent on: a lone surrogate (valid JSON, invalid Unicode) is refused."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MalformedPayload(f"payload field {path!r} is not valid Unicode (a lone surrogate at "
+                               f"{exc.start})") from None
     return value
 
 
@@ -85,13 +102,15 @@ def _issue(issue: dict[str, Any], repo: str, number: int) -> Issue:
     title = issue.get("title")
     if not isinstance(title, str):
         raise PayloadFieldError("issue.title")
-    return Issue(id=f"{repo}#{number}", title=title, body=str(issue.get("body") or ""), repo=repo,
+    body = _check_text(str(issue.get("body") or ""), "issue.body")
+    return Issue(id=f"{repo}#{number}", title=_check_text(title, "issue.title"), body=body, repo=repo,
                  number=number, url=issue.get("html_url"))
 
 
 def _comment(payload: dict[str, Any]) -> Comment:
     user = _get(payload, "comment.user", dict)
-    return Comment(id=_get(payload, "comment.id", int), body=str(payload["comment"].get("body") or ""),
+    body = _check_text(str(payload["comment"].get("body") or ""), "comment.body")
+    return Comment(id=_get(payload, "comment.id", int), body=body,
                    author=_get(payload, "comment.user.login", str), author_is_bot=user.get("type") == "Bot",
                    author_association=payload["comment"].get("author_association"))
 
@@ -175,6 +194,12 @@ class GitHubApp:
         self._lock = threading.Lock()
         self._clients: dict[int, tuple[float, InstallationClient]] = {}
         self._last_write: dict[int, float] = {}
+        self._reserve: Callable[[int, float], float] | None = None
+
+    def pace_with(self, reserve: Callable[[int, float], float]) -> None:
+        """Book writes with `reserve(installation, interval)` -> the time to write at (a booking in the shared
+        database, so that every replica's writes to one installation are paced together)."""
+        self._reserve = reserve
 
     def installation(self, installation_id: int) -> InstallationClient:
         """A client acting as one installation (a token is fetched only when none is cached)."""
@@ -189,14 +214,25 @@ class GitHubApp:
                                     lambda: self._pace_write(installation_id), self.app_id)
         with self._lock:
             self._clients[installation_id] = (grant.expires_at.timestamp(), client)
+            while len(self._clients) > MAX_CACHED_INSTALLATIONS:  # bounded: the oldest token goes first
+                del self._clients[min(self._clients, key=lambda key: self._clients[key][0])]
         return client
 
     def _pace_write(self, installation_id: int) -> None:
         """At most one write per `write_interval_s` per installation (GitHub's guidance for bots)."""
+        if self._write_interval_s <= 0:
+            return
+        if self._reserve is not None:
+            wait = self._reserve(installation_id, self._write_interval_s) - time.time()
+            if wait > 0:
+                time.sleep(wait)
+            return
         with self._lock:
             now = time.monotonic()
             due = self._last_write.get(installation_id, 0.0) + self._write_interval_s
             self._last_write[installation_id] = max(now, due)
+            if len(self._last_write) > MAX_CACHED_INSTALLATIONS:  # bounded: forget bookings already past
+                self._last_write = {k: v for k, v in self._last_write.items() if v > now}
         if due > now:
             time.sleep(due - now)
 
@@ -286,3 +322,35 @@ class InstallationClient:
                 return self._gh.get_repo(repo).get_collaborator_permission(user) in WRITE_PERMISSIONS
         except NotFound:
             return False
+
+
+# --- the App's webhook deliveries (issue 9: missed-delivery recovery) ----------------------------------------
+
+
+def hook_deliveries(app: GitHubApp, max_pages: int = 10) -> list[dict[str, Any]]:
+    """The App's recent webhook deliveries, newest first (`GET /app/hook/deliveries`, as the App's JWT)."""
+    requester = app._integration.requester
+    url: str | None = "/app/hook/deliveries?per_page=100"
+    found: list[dict[str, Any]] = []
+    for _ in range(max_pages):
+        if url is None:
+            break
+        with github_errors("list the App's webhook deliveries"):
+            headers, data = requester.requestJsonAndCheck("GET", url)
+        found += [item for item in data if isinstance(item, dict)] if isinstance(data, list) else []
+        url = _next_link(headers.get("link", ""))
+    return found
+
+
+def redeliver(app: GitHubApp, delivery_id: int) -> None:
+    """Ask GitHub to send one delivery again (`POST /app/hook/deliveries/{id}/attempts`)."""
+    with github_errors(f"redeliver webhook delivery {delivery_id}"):
+        app._integration.requester.requestJsonAndCheck("POST", f"/app/hook/deliveries/{delivery_id}/attempts")
+
+
+def _next_link(link: str) -> str | None:
+    for part in link.split(","):
+        target, _, rel = part.partition(";")
+        if 'rel="next"' in rel:
+            return target.strip().strip("<>")
+    return None

@@ -6,9 +6,8 @@ import logging
 import time
 
 from bot.comment import render_comment
+from bot.decision import decide
 from bot.service.events import Decision, IssueSnapshot, PostedComment, WebhookEvent
-from bot.service.feedback import apply_corrections
-from bot.service.repo_config import apply_thresholds, label_names
 from bot.service.router import JobContext, Router
 
 log = logging.getLogger(__name__)
@@ -35,18 +34,17 @@ def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     started = time.perf_counter()
     result = ctx.engine.triage(snapshot.issue)
     ctx.state.metrics.triage_seconds.observe(time.perf_counter() - started)
-    result = apply_corrections(apply_thresholds(result, config.thresholds),
-                               ctx.state.store.corrections(event.repo, event.number))
+    plan = decide(result, config, ctx.state.store.corrections(event.repo, event.number),
+                  service_shadow=ctx.shadow, can_post=ctx.client is not None)
+    result, shadow = plan.result, plan.shadow
     body = render_comment(result, ctx.engine.taxonomy, axes=config.axes,
                           similarity_floor=ctx.engine.settings.similarity_floor)
-    shadow = ctx.shadow or config.shadow
     posted: PostedComment | None = None
     added: list[str] = []
-    if not shadow and ctx.client is not None:
+    if plan.post and ctx.client is not None:
         posted = ctx.client.upsert_comment(event.repo, event.number, body)
-        wanted = label_names(config, result)
-        if wanted:
-            added = ctx.client.add_labels(event.repo, event.number, wanted, snapshot.labels)
+        if plan.labels:
+            added = ctx.client.add_labels(event.repo, event.number, plan.labels, snapshot.labels)
     ctx.state.store.save_decision(Decision(
         delivery_id=ctx.delivery_id, repo=event.repo, number=event.number, event=event.event,
         action=event.action, shadow=shadow, posted=posted is not None,

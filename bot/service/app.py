@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 
 from bot.engine import Engine
 from bot.errors import TriageError
+from bot.memory.service import Memory
 from bot.service import ops, webhook
 from bot.service.credentials import AppCredentials, check_credentials
 from bot.service.errors import DeliveryRejected
@@ -62,7 +63,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
         else:
             learn(engine)
         state = ServiceState(settings=settings, options=options, store=store, metrics=Metrics(), engine=slot,
-                             github=client)
+                             github=client, memory=Memory.open(settings))
         worker = Worker(state)
         state.worker_alive = lambda: worker.alive
         app.state.service = state
@@ -74,6 +75,8 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
         finally:
             worker.stop(options.shutdown_timeout_s)
             store.close()
+            if state.memory is not None:
+                state.memory.close()
             log.info("ddl-triage service stopped")
 
     app = FastAPI(title="ddl-triage", lifespan=lifespan,

@@ -88,5 +88,6 @@ class Decision(BaseModel):
     labels_added: list[str] = []
     predictions: dict[str, dict[str, object]]
     neighbours: list[dict[str, object]]
+    related: list[dict[str, object]] = []  # issues of the same repository, from its memory
     comment: str
     created_at: float = 0.0

@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from bot.engine import Engine, build_engine
+from bot.memory.service import Memory
 from bot.service.github import GitHubApp
 from bot.service.metrics import Metrics
 from bot.service.store import Store
@@ -64,6 +65,7 @@ class ServiceState:
     github: GitHubApp | None
     wake_worker: threading.Event = field(default_factory=threading.Event)
     worker_alive: Callable[[], bool] = lambda: False
+    memory: Memory | None = None  # the repository memory (its own tables in the same database)
 
     @property
     def shadow(self) -> bool:

@@ -6,6 +6,7 @@ import logging
 import time
 
 from bot.comment import render_comment
+from bot.memory.events import recall, remember_from_delivery
 from bot.service.events import Decision, IssueSnapshot, PostedComment, WebhookEvent
 from bot.service.feedback import apply_corrections
 from bot.service.repo_config import apply_thresholds, label_names
@@ -23,6 +24,7 @@ def handle_issue(ctx: JobContext, event: WebhookEvent) -> str:
 
 def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     """Triage the issue as it is now and upsert the bot's comment; returns the outcome."""
+    remember_from_delivery(ctx, event)
     config = ctx.repo_config(event.repo)
     if not config.enabled:
         return "disabled by the repository's config"
@@ -37,6 +39,7 @@ def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     ctx.state.metrics.triage_seconds.observe(time.perf_counter() - started)
     result = apply_corrections(apply_thresholds(result, config.thresholds),
                                ctx.state.store.corrections(event.repo, event.number))
+    result = recall(ctx, event.repo, event.number, snapshot.issue, result)
     body = render_comment(result, ctx.engine.taxonomy, axes=config.axes)
     shadow = ctx.shadow or config.shadow
     posted: PostedComment | None = None
@@ -52,6 +55,7 @@ def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
         comment_id=posted.id if posted else None, labels_added=added,
         predictions={axis: p.model_dump() for axis, p in result.predictions.items()},
         neighbours=[{"id": n.id, "url": n.url, "score": round(n.score, 4)} for n in result.neighbours],
+        related=[r.model_dump() for r in result.related],
         comment=body))
     if posted is None:
         return "stored (shadow mode)"

@@ -40,10 +40,27 @@ def fail(message: str, code: int = 1) -> NoReturn:
 def load_settings(data_dir: Path | None = None, predictor: str | None = None) -> Settings:
     overrides = {k: v for k, v in {"data_dir": data_dir, "predictor": predictor}.items() if v is not None}
     try:
-        return Settings().model_copy(update=overrides)
+        settings = Settings().model_copy(update=overrides)
     except ValidationError as exc:
         err = exc.errors()[0]
         fail(f"invalid setting DDL_TRIAGE_{str(err['loc'][0]).upper()}: {err['msg']}")
+    if settings.data_dir is not None:
+        check_data_dir(settings.data_dir, "--data-dir" if data_dir is not None else "DDL_TRIAGE_DATA_DIR")
+    return settings
+
+
+def check_data_dir(path: Path, given_by: str) -> None:
+    """Fail at once, naming the flag or variable, when a data directory cannot serve as a case base."""
+    from bot.dataset import GOLD_FILES
+
+    if not path.exists():
+        fail(f"{given_by} {path}: no such directory; give the folder of the gold files, or leave {given_by} "
+             "out to use the shipped case pack")
+    if not path.is_dir():
+        fail(f"{given_by} {path}: not a directory; give the folder of the gold files")
+    if not any((path / name).is_file() for name in GOLD_FILES):
+        fail(f"{given_by} {path}: holds no gold files ({', '.join(GOLD_FILES)}); leave {given_by} out to use "
+             "the shipped case pack")
 
 
 @contextmanager
@@ -187,6 +204,15 @@ def replay(
     typer.echo(f"{status} {text}")
     if status >= 400:
         raise typer.Exit(1)
+
+
+def _register_subcommands() -> None:
+    from bot.pack_cli import pack_app
+
+    app.add_typer(pack_app, name="pack")
+
+
+_register_subcommands()
 
 
 def main() -> None:

@@ -7,29 +7,34 @@ import functools
 import hashlib
 import json
 import logging
-import pickle
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
+from bot.archive import Archive, ArchiveError, read_archive, write_archive
 from bot.dataset import LoadReport, default_case_files, load_case_base
 from bot.domain import Case, Issue, TriageResult
 from bot.embedding import Embedder, EmbeddingCache
+from bot.errors import PredictorError
 from bot.normalise import NormalisedIssue, normalise
 from bot.policy import Calibrator, decide, fit_calibrator, out_of_fold
 from bot.predictors.base import Predictor, Query, TrainingSet, make_predictor, predictor_names, training_label
 from bot.retrieval import CaseIndex
 from bot.settings import AXES, Settings
-from bot.taxonomy import Taxonomy, load_taxonomy
+from bot.taxonomy import Taxonomy, load_taxonomy, taxonomy_path
 
 log = logging.getLogger(__name__)
 
-ENGINE_VERSION = "2"
+ENGINE_VERSION = "3"
 # Fitted models are cached; a change to any code that shapes them makes the cached copies stale.
 FITTING_CODE = ("predictors/*.py", "features.py", "normalise.py", "policy.py", "engine.py")
 CALIBRATION_FOLDS = 5
+# Libraries whose versions can change a fitted model or an embedding: part of every cache key and pack.
+VERSIONED_PACKAGES = ("ddl-triage", "numpy", "scikit-learn", "scipy", "sentence-transformers", "torch",
+                      "transformers")
 Progress = Callable[[str, int, int], None]  # (task description, advanced by, total)
 
 
@@ -45,6 +50,7 @@ class Engine:
     calibrator: Calibrator
     load_report: LoadReport
     private_cases: dict[str, str] = field(default_factory=dict)  # case id -> the only repository it serves
+    source: str = "gold files"  # where the knowledge came from: "gold files" or "pack PATH"
 
     @property
     def index(self) -> CaseIndex:
@@ -160,11 +166,9 @@ def fit_engine(settings: Settings, cases: list[Case], *, embedder: Embedder, pre
         return copy.deepcopy(proxy) if proxy is not predictor else make_predictor(name, settings)
 
     key = _fit_key(settings, training, predictor, embedder.model_id, calibrate)
-    cached = _load_fitted(settings.cache_dir, key) if use_cache and predictor.cacheable else None
-    if cached is not None:
-        predictor, calibrator = cached
-        predictor.bind(training)  # the unpickled copy must share the live case base (add_cases extends it)
-    else:
+    path = settings.cache_dir / "fitted" / f"{key}.npz"
+    calibrator = _load_fitted(path, predictor, training) if use_cache and predictor.cacheable else None
+    if calibrator is None:
         if progress:
             progress("fitting predictor", 0, 1)
         predictor.fit(training)
@@ -176,7 +180,7 @@ def fit_engine(settings: Settings, cases: list[Case], *, embedder: Embedder, pre
             calibrator = fit_calibrator(training, out_of_fold(make, training, queries_for,
                                                               CALIBRATION_FOLDS, settings.seed))
         if use_cache and predictor.cacheable:
-            _save_fitted(settings.cache_dir, key, predictor, calibrator)
+            _save_fitted(path, predictor, calibrator)
         if progress:
             progress("fitting predictor", 1, 1)
     return Engine(settings=settings, taxonomy=taxonomy, embedder=embedder, training=training,
@@ -185,11 +189,19 @@ def fit_engine(settings: Settings, cases: list[Case], *, embedder: Embedder, pre
 
 def build_engine(settings: Settings, case_files: Sequence[Path] | None = None, predictor_name: str | None = None,
                  progress: Progress | None = None) -> Engine:
-    """The engine the bot and the CLI use: the case base from the gold files, the configured predictor."""
+    """The engine the bot and the CLI use, with the configured predictor.
+
+    Its knowledge is the shipped case pack (or `settings.pack`), ready in seconds; only when a data
+    directory or case files are given is it fitted from the gold files (researchers, `eval/`).
+    """
     taxonomy = load_taxonomy(settings.taxonomy)
     name = predictor_name or settings.predictor
     if name not in predictor_names():  # fail before the slow part
         make_predictor(name, settings)
+    if not case_files and settings.data_dir is None:
+        from bot.pack import engine_from_pack, load_pack, pack_path
+
+        return engine_from_pack(settings, load_pack(pack_path(settings), taxonomy), name, progress)
     report = LoadReport()
     files = list(case_files) if case_files else default_case_files(settings.data_dir)
     cases = load_case_base(files, taxonomy, report)
@@ -202,10 +214,12 @@ def build_engine(settings: Settings, case_files: Sequence[Path] | None = None, p
 
 def _fit_key(settings: Settings, training: TrainingSet, predictor: Predictor, model_id: str,
              calibrate: bool) -> str:
+    """Identity by content: the case base, taxonomy file, predictor, embedding model, code and libraries."""
     digest = hashlib.sha256()
-    header = {"engine": ENGINE_VERSION, "code": _code_digest(), "predictor": predictor.describe(), "model": model_id,
-              "taxonomy": training.taxonomy.version, "silver": settings.use_silver, "seed": settings.seed,
-              "k": settings.neighbours, "calibrate": calibrate}
+    header = {"engine": ENGINE_VERSION, "code": code_digest(), "predictor": predictor.describe(), "model": model_id,
+              "taxonomy": file_sha256(taxonomy_path(settings.taxonomy)), "silver": settings.use_silver,
+              "seed": settings.seed, "k": settings.neighbours, "calibrate": calibrate,
+              "packages": package_versions()}
     digest.update(json.dumps(header, sort_keys=True, default=str).encode())
     for case, text in zip(training.index.cases, training.texts, strict=True):
         digest.update(json.dumps([case.id, text, case.labels, case.silver], sort_keys=True).encode())
@@ -213,7 +227,8 @@ def _fit_key(settings: Settings, training: TrainingSet, predictor: Predictor, mo
 
 
 @functools.cache
-def _code_digest() -> str:
+def code_digest() -> str:
+    """sha256 of the code that shapes a fitted model (a change makes cached fits stale)."""
     digest = hashlib.sha256()
     root = Path(__file__).parent
     for pattern in FITTING_CODE:
@@ -222,27 +237,57 @@ def _code_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def _load_fitted(cache_dir: Path, key: str) -> tuple[Predictor, Calibrator] | None:
-    path = cache_dir / "fitted" / f"{key}.pkl"
-    try:
-        with path.open("rb") as handle:
-            predictor, calibrator = pickle.load(handle)
-        return predictor, calibrator
-    except FileNotFoundError:
+@functools.cache
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in VERSIONED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def fitted_archive(predictor: Predictor, calibrator: Calibrator) -> Archive:
+    """A fitted predictor and its calibration as arrays + JSON (raises PredictorError if it cannot be)."""
+    arrays, meta = predictor.state()
+    cal_arrays, cal_meta = calibrator.state()
+    archive = Archive(documents={"predictor": {"describe": predictor.describe(), "state": meta},
+                                 "calibration": cal_meta})
+    archive.arrays.update({f"predictor.{k}": v for k, v in arrays.items()})
+    archive.arrays.update({f"calibration.{k}": v for k, v in cal_arrays.items()})
+    return archive
+
+
+def restore_fitted(archive: Archive, predictor: Predictor, training: TrainingSet) -> Calibrator:
+    """Make `predictor` the fitted one the archive holds, over `training`; returns its calibration."""
+    stored = archive.documents["predictor"]
+    if stored["describe"] != json.loads(json.dumps(predictor.describe(), default=str)):
+        raise PredictorError(f"the stored predictor is {stored['describe']}, not {predictor.describe()}")
+    def part(prefix: str) -> dict[str, np.ndarray]:
+        return {k[len(prefix):]: v for k, v in archive.arrays.items() if k.startswith(prefix)}
+    predictor.restore(part("predictor."), stored["state"], training)
+    return Calibrator.restore(part("calibration."), archive.documents["calibration"])
+
+
+def _load_fitted(path: Path, predictor: Predictor, training: TrainingSet) -> Calibrator | None:
+    if not path.is_file():
         return None
-    except Exception as exc:  # a stale or damaged cache entry is refitted, not fatal
-        log.warning("ignoring unreadable fitted-model cache %s: %s", path, exc)
+    try:
+        return restore_fitted(read_archive(path), predictor, training)
+    except (ArchiveError, PredictorError, KeyError, TypeError, ValueError) as exc:
+        log.warning("ignoring unreadable fitted-model cache %s: %s", path, exc)  # refitted, not fatal
         return None
 
 
-def _save_fitted(cache_dir: Path, key: str, predictor: Predictor, calibrator: Calibrator) -> None:
-    path = cache_dir / "fitted" / f"{key}.pkl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+def _save_fitted(path: Path, predictor: Predictor, calibrator: Calibrator) -> None:
     try:
-        with tmp.open("wb") as handle:
-            pickle.dump((predictor, calibrator), handle)
-        tmp.replace(path)
-    except Exception as exc:  # a cache that cannot be written costs a refit next time, nothing more
+        write_archive(path, fitted_archive(predictor, calibrator))
+    except PredictorError:
+        return  # a predictor that cannot be stored is refitted next time
+    except OSError as exc:  # a cache that cannot be written costs a refit next time, nothing more
         log.warning("could not cache the fitted %s predictor: %s", predictor.name, exc)
-        tmp.unlink(missing_ok=True)

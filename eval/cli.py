@@ -14,6 +14,7 @@ import typer
 from pydantic import ValidationError
 
 from bot.errors import ConfigError, TriageError
+from bot.paths import default_data_dir
 from bot.predictors import predictor_names
 from bot.settings import Settings
 from eval.task import RunConfig, default_predictors, load_task, task_config
@@ -32,8 +33,10 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def load_settings() -> Settings:
+    """The bot's settings; researchers' data directory defaults to ../shared/data/gold beside the checkout."""
     try:
-        return Settings()
+        settings = Settings()
+        return settings if settings.data_dir else settings.model_copy(update={"data_dir": default_data_dir()})
     except ValidationError as exc:
         err = exc.errors()[0]
         fail(f"invalid setting DDL_TRIAGE_{str(err['loc'][0]).upper()}: {err['msg']}")

@@ -19,6 +19,9 @@ from bot.taxonomy import Taxonomy
 
 Distribution = dict[str, float]
 AxisDistributions = dict[str, Distribution]
+Arrays = dict[str, np.ndarray]
+Meta = dict[str, Any]
+State = tuple[Arrays, Meta]  # a fitted predictor as plain arrays plus JSON: what packs and the cache store
 
 
 @dataclass
@@ -91,7 +94,7 @@ class PerAxisModels:
     """One scikit-learn classifier per axis on a shared feature matrix; an axis with one label is constant."""
 
     def __init__(self, prototype: Any) -> None:
-        self._prototype = prototype  # an unfitted estimator, cloned per axis (a fitted copy must pickle)
+        self._prototype = prototype  # an unfitted estimator, cloned per axis
         self._models: dict[str, Any] = {}
         self._labels: dict[str, tuple[str, ...]] = {}
 
@@ -115,12 +118,46 @@ class PerAxisModels:
                 dist[axis] = normalise_distribution(scores, self._labels[axis])
         return out
 
+    def state(self, prefix: str = "") -> State:
+        """Linear classifiers as arrays (coef, intercept) plus their classes; constant axes as their label."""
+        arrays: Arrays = {}
+        meta: Meta = {"labels": {a: list(v) for a, v in self._labels.items()}, "constant": {}, "classes": {}}
+        for axis, model in self._models.items():
+            if isinstance(model, str):
+                meta["constant"][axis] = model
+                continue
+            if not hasattr(model, "coef_"):
+                raise PredictorError(f"{type(model).__name__} has no linear coefficients; it cannot be stored")
+            meta["classes"][axis] = [str(c) for c in model.classes_]
+            arrays[f"{prefix}{axis}.coef"] = np.asarray(model.coef_, dtype=np.float32)
+            arrays[f"{prefix}{axis}.intercept"] = np.asarray(model.intercept_, dtype=np.float32)
+        return arrays, meta
+
+    def restore(self, arrays: Arrays, meta: Meta, prefix: str = "") -> None:
+        """The inverse of `state`: fitted estimators rebuilt from their coefficients, no pickle involved."""
+        self._labels = {a: tuple(v) for a, v in meta["labels"].items()}
+        self._models = {}
+        for axis, label in meta["constant"].items():
+            self._models[axis] = label
+        for axis, classes in meta["classes"].items():
+            model = clone(self._prototype)
+            model.classes_ = np.array(classes, dtype=object)
+            model.coef_ = arrays[f"{prefix}{axis}.coef"].astype(np.float64)
+            model.intercept_ = arrays[f"{prefix}{axis}.intercept"].astype(np.float64)
+            model.n_features_in_ = model.coef_.shape[1]
+            model.n_iter_ = np.zeros(1, dtype=np.int32)
+            self._models[axis] = model
+
+    def round_trip(self, prefix: str = "") -> None:
+        """Keep exactly what a stored copy would hold, so a fresh fit and a loaded one predict the same."""
+        self.restore(*self.state(prefix), prefix=prefix)
+
 
 class Predictor(ABC):
     """Learns from a training set, then gives a probability per label on each axis for each query."""
 
     name: str = "predictor"
-    cacheable: bool = True  # a fitted copy may be pickled to disk and reused
+    cacheable: bool = True  # a fitted copy may be stored (state()/restore()) and reused
 
     @abstractmethod
     def fit(self, data: TrainingSet) -> None: ...
@@ -137,8 +174,20 @@ class Predictor(ABC):
         """Per query of the last batch: why a fallback answered, if one did (empty when none can)."""
         return []
 
+    def state(self) -> State:
+        """The fitted predictor as arrays plus JSON-able metadata (no pickle), for packs and the fit cache."""
+        raise PredictorError(f"the {self.name} predictor cannot be stored; use one that implements state()")
+
+    def restore(self, arrays: Arrays, meta: Meta, data: TrainingSet) -> None:
+        """Become the fitted predictor that `state()` described, over the case base `data`."""
+        raise PredictorError(f"the {self.name} predictor cannot be restored from a stored state")
+
+    def packed_part(self) -> Predictor | None:
+        """The part of this predictor a pack can hold fitted (itself when it can be stored; None if none)."""
+        return self if self.cacheable else None
+
     def bind(self, data: TrainingSet) -> None:  # noqa: B027  (most predictors keep no case base)
-        """Share the engine's live case base after being loaded from the cache (predictors that keep it)."""
+        """Share the engine's live case base (predictors that keep it)."""
 
     def calibration_score(self, axis: str, dist: Distribution) -> float:
         """The score calibration maps to a confidence: the top probability, unless calibrated by a proxy."""

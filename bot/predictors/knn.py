@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from bot.predictors.base import (
+    Arrays,
     AxisDistributions,
+    Meta,
     Predictor,
     Query,
+    State,
     TrainingSet,
     label_priors,
     normalise_distribution,
@@ -28,6 +31,13 @@ class KnnPredictor(Predictor):
 
     def bind(self, data: TrainingSet) -> None:
         self._data = data
+
+    def state(self) -> State:
+        return {}, {"config": self.describe(), "priors": self._priors}
+
+    def restore(self, arrays: Arrays, meta: Meta, data: TrainingSet) -> None:
+        self._data = data
+        self._priors = {axis: {str(k): float(v) for k, v in dist.items()} for axis, dist in meta["priors"].items()}
 
     def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:
         return [self._vote(q) for q in queries]

@@ -8,7 +8,17 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
 from bot.features import signature_flags
-from bot.predictors.base import AxisDistributions, PerAxisModels, Predictor, Query, TrainingSet, register
+from bot.predictors.base import (
+    Arrays,
+    AxisDistributions,
+    Meta,
+    PerAxisModels,
+    Predictor,
+    Query,
+    State,
+    TrainingSet,
+    register,
+)
 from bot.predictors.knn import KnnPredictor
 from bot.settings import AXES, Settings
 
@@ -30,8 +40,28 @@ class LinearPredictor(Predictor):
         self._tfidf = TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_df=0.5, sublinear_tf=True,
                                       max_features=20000)
         self._tfidf.fit(data.texts)
-        self._models = PerAxisModels(LogisticRegression(C=self.c, max_iter=3000, class_weight="balanced"))
+        self._models = self._unfitted_models()
         self._models.fit(data, self._features(data.index.vectors, data.texts))
+        self._models.round_trip()
+        self._tfidf.idf_ = self._tfidf.idf_.astype(np.float32).astype(np.float64)
+
+    def _unfitted_models(self) -> PerAxisModels:
+        return PerAxisModels(LogisticRegression(C=self.c, max_iter=3000, class_weight="balanced"))
+
+    def state(self) -> State:
+        arrays, meta = self._models.state()
+        vocabulary = sorted(self._tfidf.vocabulary_.items(), key=lambda item: item[1])
+        arrays["tfidf.idf"] = self._tfidf.idf_.astype(np.float32)
+        meta = {"config": self.describe(), "models": meta, "tfidf_terms": [term for term, _ in vocabulary],
+                "tfidf_params": {"ngram_range": list(self._tfidf.ngram_range), "sublinear_tf": True}}
+        return arrays, meta
+
+    def restore(self, arrays: Arrays, meta: Meta, data: TrainingSet) -> None:
+        self._tfidf = TfidfVectorizer(ngram_range=tuple(meta["tfidf_params"]["ngram_range"]), sublinear_tf=True)
+        self._tfidf.vocabulary_ = {term: i for i, term in enumerate(meta["tfidf_terms"])}
+        self._tfidf.idf_ = arrays["tfidf.idf"].astype(np.float64)
+        self._models = self._unfitted_models()
+        self._models.restore(arrays, meta["models"])
 
     def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:
         if not queries:
@@ -58,6 +88,20 @@ class EnsemblePredictor(Predictor):
     def bind(self, data: TrainingSet) -> None:
         for member, _ in self.members:
             member.bind(data)
+
+    def state(self) -> State:
+        arrays: Arrays = {}
+        metas = []
+        for i, (member, _) in enumerate(self.members):
+            member_arrays, member_meta = member.state()
+            arrays.update({f"m{i}.{k}": v for k, v in member_arrays.items()})
+            metas.append(member_meta)
+        return arrays, {"members": metas}
+
+    def restore(self, arrays: Arrays, meta: Meta, data: TrainingSet) -> None:
+        for i, ((member, _), member_meta) in enumerate(zip(self.members, meta["members"], strict=True)):
+            prefix = f"m{i}."
+            member.restore({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}, member_meta, data)
 
     def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:
         outputs = [(member.predict_proba(queries), weight) for member, weight in self.members]

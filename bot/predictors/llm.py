@@ -89,7 +89,10 @@ class LLMPredictor(Predictor):
 
     def bind(self, data: TrainingSet) -> None:
         self.fallback.bind(data)
-        self._data = data
+        self.prepare(data)
+
+    def packed_part(self) -> Predictor | None:
+        return self.fallback.packed_part()
 
     def calibration_score(self, axis: str, dist: Distribution) -> float:
         # The calibrator was fitted on the fallback's scores: score the LLM's label by the fallback's own
@@ -149,7 +152,7 @@ class LLMPredictor(Predictor):
         for j, score in query.hits[:PROMPT_NEIGHBOURS]:
             case = self._data.index.cases[j]
             labels = ", ".join(f"{a}={case.labels.get(a) or 'unknown'}" for a in AXES)
-            lines.append(f"- {fence(case.title[:150])} (similarity {score:.2f}): {labels}")
+            lines.append(f"- {fence((case.title or case.id)[:150])} (similarity {score:.2f}): {labels}")
         return "\n".join(lines) or "- (none)"
 
     def _complete(self, messages: list[Message]) -> Completion:

@@ -26,6 +26,9 @@ async def healthz(state: StateDep) -> JSONResponse:
     if slot.engine is None:
         return JSONResponse(body | {"status": "loading"}, status_code=503)
     body |= {"status": "ok" if worker else "degraded", "cases": len(slot.engine.index)}
+    if state.memory is not None:  # history sync progress per repository
+        cursors = await run_in_threadpool(state.memory.store.cursors)
+        body["memory"] = {c.repo: {"status": c.status, "synced": c.synced, "page": c.page} for c in cursors}
     return JSONResponse(body, status_code=200 if worker else 503)
 
 

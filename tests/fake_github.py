@@ -171,6 +171,8 @@ class FakeGitHub:
         parts = path.strip("/").split("/")
         if parts[:2] == ["app", "installations"] and method == "POST":
             return self._access_token(int(parts[2]), auth)
+        if parts[0] == "repos" and parts[3:] == ["installation"] and method == "GET":
+            return self._repo_installation("/".join(parts[1:3]), auth)
         if not self._token_ok(auth):
             return 401, {}, {"message": "Bad credentials"}
         if parts == ["installation", "repositories"]:
@@ -284,6 +286,18 @@ class FakeGitHub:
         chunk = issues[(page - 1) * per_page: page * per_page]
         return 200, _link_header(f"{self.base_url}/repos/{repo.full_name}/issues", params, page,
                                  -(-len(issues) // per_page)), chunk
+
+    def _repo_installation(self, full_name: str, auth: str) -> tuple[int, dict[str, str], Any]:
+        """GET /repos/O/R/installation, as the App (JWT): the installation that holds the repository."""
+        try:
+            jwt.decode(auth.removeprefix("Bearer "), self._public_key, algorithms=["RS256"])
+        except jwt.PyJWTError as exc:
+            return 401, {}, {"message": f"A JSON web token could not be decoded ({exc})"}
+        if full_name not in self.repos:
+            return 404, {}, {"message": "Not Found"}
+        found = [i for i, names in self.installations.items() if full_name in names]
+        return 200, {}, {"id": found[0] if found else 1, "app_id": self.app_id,
+                         "account": {"login": full_name.split("/")[0]}}
 
     def _installation_repositories(self, auth: str, query: str) -> tuple[int, dict[str, str], Any]:
         installation = self.tokens[auth.partition(" ")[2]]

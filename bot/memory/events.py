@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from bot.domain import Issue, TriageResult
+from bot.memory.overrides import blend, corrected_examples, labelled_examples
 from bot.memory.records import embed_records, memory_issue
 from bot.memory.service import Memory, related_issues, with_titles
 from bot.memory.sync import sync_repository
@@ -14,6 +15,7 @@ from bot.normalise import normalise
 from bot.service.errors import NotFound, PermanentGitHubError
 from bot.service.events import WebhookEvent
 from bot.service.github import InstallationClient
+from bot.service.repo_config import RepoConfig
 from bot.service.router import JobContext, Router
 
 log = logging.getLogger(__name__)
@@ -130,13 +132,18 @@ def remember_from_delivery(ctx: JobContext, event: WebhookEvent) -> None:
         remember_issue(ctx, event.repo, payload_of(ctx)["issue"])
 
 
-def recall(ctx: JobContext, repo: str, number: int, issue: Issue, result: TriageResult) -> TriageResult:
-    """The result with this repository's related issues and the pack neighbours' titles and states."""
+def recall(ctx: JobContext, repo: str, number: int, issue: Issue, result: TriageResult,
+           config: RepoConfig) -> TriageResult:
+    """The result with this repository's labelled memory blended in, its related issues, and the pack
+    neighbours' titles and states."""
     memory = ctx.state.memory
     if memory is None:
         return result
     settings = ctx.state.settings
     vector = ctx.engine.embedder.embed([normalise(issue).text])[0]  # a cache hit: the engine embedded it
+    examples = [*corrected_examples(ctx.engine.embedder, vector, ctx.state.store.feedback_cases(), repo, number),
+                *labelled_examples(memory.index, vector, repo, number, config)]
+    result = blend(ctx.engine, result, examples)
     related = related_issues(memory, settings, repo, number, vector)
     lookup = ClientLookup(ctx.client) if ctx.client is not None else None
     result = with_titles(result, memory.store, lookup, settings.memory_title_ttl_s)

@@ -37,9 +37,9 @@ def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     started = time.perf_counter()
     result = ctx.engine.triage(snapshot.issue)
     ctx.state.metrics.triage_seconds.observe(time.perf_counter() - started)
+    result = recall(ctx, event.repo, event.number, snapshot.issue, result, config)  # before the thresholds
     result = apply_corrections(apply_thresholds(result, config.thresholds),
                                ctx.state.store.corrections(event.repo, event.number))
-    result = recall(ctx, event.repo, event.number, snapshot.issue, result)
     body = render_comment(result, ctx.engine.taxonomy, axes=config.axes)
     shadow = ctx.shadow or config.shadow
     posted: PostedComment | None = None

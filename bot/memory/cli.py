@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -24,6 +25,7 @@ RepoOpt = Annotated[str, typer.Option("--repo", help="OWNER/NAME of the reposito
 
 def register(app: typer.Typer) -> None:
     app.add_typer(history_app, name="history")
+    app.command("backtest")(backtest)
 
 
 @history_app.command("sync")
@@ -88,3 +90,26 @@ def reader_for(settings: Settings, repo: str) -> InstallationClient:
     with github_errors(f"the App's installation on {repo}"):
         installation = integration.get_repo_installation(owner, name).id
     return GitHubApp(credentials).installation(installation)
+
+
+def backtest(
+    repo: RepoOpt,
+    last: Annotated[int, typer.Option("--last", min=1, help="How many of the latest issues to replay.")] = 200,
+    out: Annotated[Path, typer.Option("--out", help="Directory for backtest.json, report.md and plots.")] = Path(
+        "backtest"),
+) -> None:
+    """Replay REPO's last N issues from the synced memory (no API calls) and write what the App would have said."""
+    from bot.memory.backtest import run_backtest
+    from bot.memory.report import write_report
+
+    settings = Settings()
+    store = MemoryStore(settings.sqlite_url)
+    try:
+        if store.count(repo) == 0:
+            raise ConfigError(f"{repo} has no synced issues in {settings.sqlite_url}; run "
+                              f"`ddl-triage history sync --repo {repo}` first")
+        result = run_backtest(store, repo, last, settings.memory_related_floor)
+    finally:
+        store.close()
+    paths = write_report(result, out)
+    typer.echo(f"{repo}: {result.replayed} issues replayed -> {', '.join(str(p) for p in paths)}")

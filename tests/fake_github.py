@@ -310,9 +310,12 @@ class FakeGitHub:
         return 200, _link_header(f"{self.base_url}/installation/repositories", params, page,
                                  -(-len(names) // per_page)), {"total_count": len(names), "repositories": repos}
 
-    def seed_issues(self, full_name: str, count: int, start: int = 1, seed: int = 0) -> list[dict[str, Any]]:
+    def seed_issues(self, full_name: str, count: int, start: int = 1, seed: int = 0,
+                    area_labels: bool = False) -> list[dict[str, Any]]:
         """`count` made-up issues and pull requests, oldest first; some closed as completed (with the pull
-        request that fixed them in the timeline), not planned, or as a duplicate of an earlier issue."""
+        request that fixed them in the timeline), not planned, or as a duplicate of an earlier issue.
+        Labels are one of the repository's at random, or with `area_labels` "area-<first word of the title>"
+        (labels that follow the text, as maintainers' area labels do)."""
         rng = random.Random(seed)
         repo = self.repos[full_name]
         made = []
@@ -322,7 +325,8 @@ class FakeGitHub:
             title, body = synthetic_issue(rng)
             issue: dict[str, Any] = {
                 "number": number, "title": title, "body": body, "state": "open", "state_reason": None,
-                "labels": [self._label(repo, n) for n in rng.sample(repo.labels, min(len(repo.labels), 1))],
+                "labels": [self._label(repo, n) for n in ([area_label(title)] if area_labels else
+                                                          rng.sample(repo.labels, min(len(repo.labels), 1)))],
                 "created_at": created, "updated_at": created, "closed_at": None,
                 "html_url": f"https://github.com/{full_name}/issues/{number}",
                 "user": {"login": "reporter", "id": 7, "type": "User"}}
@@ -378,6 +382,10 @@ def synthetic_issue(rng: random.Random) -> tuple[str, str]:
     body = (f"When I use {subject} my job {problem} {context}. Steps: launch with the usual script, wait "
             f"{rng.randint(1, 500)} steps. Expected training to continue. Seed {rng.randint(0, 10**6)}.")
     return title, body
+
+
+def area_label(title: str) -> str:
+    return f"area-{title.split()[0].lower()}"
 
 
 def _link_header(url: str, params: dict[str, str], page: int, last: int) -> dict[str, str]:

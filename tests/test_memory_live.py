@@ -15,6 +15,7 @@ from bot.memory.service import Memory
 from bot.settings import Settings
 from tests.fake_github import (
     REPO,
+    SUBJECTS,
     FakeGitHub,
     deliver,
     github_holding,
@@ -134,3 +135,35 @@ def test_the_issue_lifecycle_keeps_the_memory_current_and_uninstalling_forgets_t
         assert memory.store.count(REPO) == 0 and memory.store.cursor(REPO) is None
         assert memory.store.count(OTHER) == 31, "the other repository keeps its memory"
         assert REPO not in memory.index.loaded_repos()
+
+
+def test_the_repositorys_own_labels_are_suggested_from_its_history_and_applied_only_when_enabled(
+        app_settings: Settings, engine: Engine) -> None:
+    import random
+
+    from tests.fake_github import area_label, synthetic_issue
+
+    areas = sorted({area_label(s) for s in SUBJECTS})
+    with github_holding(labels=areas, config="labels:\n  enabled: true\n") as github:
+        github.add_repo(OTHER, labels=areas)  # labels off (no config) in the other repository
+        github.seed_issues(REPO, 240, seed=5, area_labels=True)
+        github.seed_issues(OTHER, 240, seed=5, area_labels=True)
+        settings = app_settings.model_copy(update={"github_api_url": github.base_url, "github_app_id": github.app_id,
+                                                   "memory_page_interval_s": 0.0})
+        title, body = synthetic_issue(random.Random(99))
+        with running_service(settings, engine) as client:
+            deliver(client, installation_payload("created", [REPO, OTHER]), "installation")
+            wait_idle(client, timeout=180)
+            for repo in (REPO, OTHER):
+                payload = issue_event(github, "opened", 500, repo=repo, title=title, body=body, labels=[])
+                github.add_issue(payload)
+                deliver(client, payload)
+            wait_idle(client)
+            decision = state_of(client).store.decisions(repo=REPO)[0]
+            assert [name for name, _ in decision.repo_labels][:1] == [area_label(title)]
+            assert area_label(title) in decision.labels_added
+            elsewhere = state_of(client).store.decisions(repo=OTHER)[0]
+            assert elsewhere.labels_added == [] and elsewhere.repo_labels == decision.repo_labels
+        applied = [label["name"] for label in github.repos[REPO].issues[500]["labels"]]
+        assert applied == [area_label(title)]
+        assert github.repos[OTHER].issues[500]["labels"] == []

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from bot.domain import Issue, TriageResult
 from bot.memory.overrides import blend, corrected_examples, labelled_examples
 from bot.memory.records import embed_records, memory_issue
-from bot.memory.service import Memory, related_issues, with_titles
+from bot.memory.service import Memory, related_issues, repo_label_suggestions, with_titles
 from bot.memory.sync import sync_repository
 from bot.normalise import normalise
 from bot.service.errors import NotFound, PermanentGitHubError
@@ -132,13 +133,19 @@ def remember_from_delivery(ctx: JobContext, event: WebhookEvent) -> None:
         remember_issue(ctx, event.repo, payload_of(ctx)["issue"])
 
 
+@dataclass(frozen=True)
+class Recalled:
+    result: TriageResult
+    repo_labels: list[tuple[str, float]]  # the repository's own labels its label model suggests
+
+
 def recall(ctx: JobContext, repo: str, number: int, issue: Issue, result: TriageResult,
-           config: RepoConfig) -> TriageResult:
+           config: RepoConfig) -> Recalled:
     """The result with this repository's labelled memory blended in, its related issues, and the pack
-    neighbours' titles and states."""
+    neighbours' titles and states; and the repository's own labels suggested for the issue."""
     memory = ctx.state.memory
     if memory is None:
-        return result
+        return Recalled(result, [])
     settings = ctx.state.settings
     vector = ctx.engine.embedder.embed([normalise(issue).text])[0]  # a cache hit: the engine embedded it
     examples = [*corrected_examples(ctx.engine.embedder, vector, ctx.state.store.feedback_cases(), repo, number),
@@ -147,7 +154,8 @@ def recall(ctx: JobContext, repo: str, number: int, issue: Issue, result: Triage
     related = related_issues(memory, settings, repo, number, vector)
     lookup = ClientLookup(ctx.client) if ctx.client is not None else None
     result = with_titles(result, memory.store, lookup, settings.memory_title_ttl_s)
-    return result.model_copy(update={"related": related})
+    return Recalled(result.model_copy(update={"related": related}),
+                    repo_label_suggestions(memory, repo, vector))
 
 
 class ClientLookup:

@@ -1,7 +1,8 @@
 """Per-repository vectors searched in memory: loaded lazily from the database, evicted least-recently-used.
 
-Each query first asks the database for the repository's version (row count, latest write), so a write by
-another replica sharing the same PostgreSQL is seen at the next query; a repository is then reloaded.
+Each query first reads the repository's version (one primary-key lookup), so a write by another replica
+sharing the same PostgreSQL is seen at the next query; the repository is then reloaded. Only numbers,
+creation times and vectors are held; the k issues found are read back from the database.
 """
 
 from __future__ import annotations
@@ -17,15 +18,14 @@ from bot.memory.store import MemoryIssue, MemoryStore
 
 @dataclass
 class _Loaded:
-    version: tuple[int, float]
-    issues: list[MemoryIssue]
-    vectors: np.ndarray
+    version: int
     numbers: np.ndarray
     created: np.ndarray
+    vectors: np.ndarray
 
 
 class MemoryIndex:
-    """Brute-force cosine over one repository's matrix (unit-norm rows): exact, and fast enough to ~10^5 rows."""
+    """Exact cosine over one repository's matrix (unit-norm rows); ~10^5 rows per repository stay fast."""
 
     def __init__(self, store: MemoryStore, max_rows: int = 500_000) -> None:
         self.store = store
@@ -41,20 +41,19 @@ class MemoryIndex:
                before: float | None = None) -> list[tuple[MemoryIssue, float]]:
         """The k most similar issues of `repo` only, best first; `before` keeps issues created before then."""
         entry = self._entry(repo)
-        if not entry.issues:
+        if len(entry.numbers) == 0 or k <= 0:
             return []
         sims = entry.vectors @ np.asarray(vector, dtype=np.float32)
-        if before is not None or exclude is not None:
-            mask = np.ones(len(sims), dtype=bool)
-            if exclude is not None:
-                mask &= entry.numbers != exclude
-            if before is not None:
-                mask &= entry.created < before
-            sims = np.where(mask, sims, -np.inf)
+        if exclude is not None:
+            sims[entry.numbers == exclude] = -np.inf
+        if before is not None:
+            sims[entry.created >= before] = -np.inf
         take = min(k, len(sims))
         top = np.argpartition(-sims, take - 1)[:take]
         top = top[np.argsort(-sims[top], kind="stable")]
-        return [(entry.issues[j], float(sims[j])) for j in top if np.isfinite(sims[j])]
+        kept = [int(j) for j in top if np.isfinite(sims[j])]
+        found = self.store.issues_by_number(repo, [int(entry.numbers[j]) for j in kept])
+        return [(found[int(entry.numbers[j])], float(sims[j])) for j in kept if int(entry.numbers[j]) in found]
 
     def forget(self, repo: str) -> None:
         with self._lock:
@@ -67,12 +66,10 @@ class MemoryIndex:
             if entry is not None and entry.version == version:
                 self._loaded.move_to_end(repo)
                 return entry
-        issues, vectors = self.store.vectors(repo)
-        entry = _Loaded(version, issues, vectors, np.array([i.number for i in issues], dtype=np.int64),
-                        np.array([i.created_at for i in issues], dtype=np.float64))
+        entry = _Loaded(version, *self.store.search_rows(repo))
         with self._lock:
             self._loaded[repo] = entry
             self._loaded.move_to_end(repo)
-            while len(self._loaded) > 1 and sum(len(e.issues) for e in self._loaded.values()) > self.max_rows:
+            while len(self._loaded) > 1 and sum(len(e.numbers) for e in self._loaded.values()) > self.max_rows:
                 self._loaded.popitem(last=False)
         return entry

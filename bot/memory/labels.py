@@ -50,19 +50,23 @@ class LabelModel:
         found = [(name, float(scores[name][0])) for name, t in self.thresholds.items() if scores[name][0] >= t]
         return sorted(found, key=lambda item: -item[1])
 
-    def _scores(self, queries: np.ndarray, exclude_self: bool) -> dict[str, np.ndarray]:
-        sims = queries @ self.vectors.T
-        if exclude_self:
-            np.fill_diagonal(sims, -np.inf)
+    def _scores(self, queries: np.ndarray, exclude_self: bool, chunk: int = 1024) -> dict[str, np.ndarray]:
+        """Per label, the similarity-weighted share of the k nearest issues that carry it (in row chunks, so a
+        leave-one-out over 10^5 issues never holds an n x n matrix)."""
         k = min(K, self.vectors.shape[0] - (1 if exclude_self else 0))
-        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-        weights = np.clip(np.take_along_axis(sims, top, axis=1), 0.0, None)
-        total = weights.sum(axis=1) + 1e-9
-        out: dict[str, np.ndarray] = {}
-        for name in self._labels():
-            has = np.array([name in issue.labels for issue in self.issues])
-            out[name] = (weights * has[top]).sum(axis=1) / total
-        return out
+        names = self._labels()
+        has = np.array([[name in issue.labels for name in names] for issue in self.issues], dtype=np.float32)
+        out = np.zeros((len(queries), len(names)), dtype=np.float32)
+        for start in range(0, len(queries), chunk):
+            sims = queries[start:start + chunk] @ self.vectors.T
+            if exclude_self:
+                rows = np.arange(len(sims))
+                sims[rows, rows + start] = -np.inf
+            top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+            weights = np.clip(np.take_along_axis(sims, top, axis=1), 0.0, None)
+            out[start:start + chunk] = np.einsum("qk,qkl->ql", weights, has[top]) / (
+                weights.sum(axis=1, keepdims=True) + 1e-9)
+        return {name: out[:, j] for j, name in enumerate(names)}
 
     def _labels(self) -> list[str]:
         return sorted(self.thresholds) if self.thresholds else sorted({n for i in self.issues for n in i.labels})

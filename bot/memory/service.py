@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
 from bot.domain import Neighbour, RelatedIssue, TriageResult
 from bot.memory.index import MemoryIndex
+from bot.memory.labels import LabelModel
 from bot.memory.store import MemoryIssue, MemoryStore
 from bot.service.github import issue_html_url
 from bot.settings import Settings
@@ -26,6 +27,15 @@ class Memory:
 
     store: MemoryStore
     index: MemoryIndex
+    label_models: dict[str, LabelModel] = field(default_factory=dict)
+
+    def label_model(self, repo: str) -> LabelModel:
+        """The repository's label model, refitted once its history has grown by a twentieth since the last fit."""
+        model = self.label_models.get(repo)
+        if model is None or self.store.count(repo) > 1.05 * len(model.issues) + 1:
+            model = LabelModel.fit(*self.store.vectors(repo))
+            self.label_models[repo] = model
+        return model
 
     @classmethod
     def open(cls, settings: Settings) -> Memory:
@@ -37,6 +47,7 @@ class Memory:
 
     def forget_repo(self, repo: str) -> int:
         self.index.forget(repo)
+        self.label_models.pop(repo, None)
         return self.store.delete_repo(repo)
 
 
@@ -46,6 +57,12 @@ def related_issues(memory: Memory, settings: Settings, repo: str, number: int | 
     hits = memory.index.search(repo, vector, settings.memory_related_max, exclude=number, before=before)
     return [as_related(issue, score, settings.github_api_url, settings.memory_duplicate_floor)
             for issue, score in hits if score >= settings.memory_related_floor]
+
+
+def repo_label_suggestions(memory: Memory, repo: str, vector: np.ndarray) -> list[tuple[str, float]]:
+    """The repository's own labels its model suggests (never a "duplicate" label: the bot does not judge that)."""
+    return [(name, round(score, 4)) for name, score in memory.label_model(repo).suggest(vector)
+            if "duplicate" not in name.casefold()]
 
 
 def as_related(issue: MemoryIssue, score: float, api_url: str, duplicate_floor: float) -> RelatedIssue:

@@ -27,6 +27,8 @@ CREATE TABLE IF NOT EXISTS memory_sync (
     repo TEXT PRIMARY KEY, installation_id BIGINT, page INTEGER NOT NULL, synced INTEGER NOT NULL,
     status TEXT NOT NULL, since TEXT, error TEXT, started_at DOUBLE PRECISION NOT NULL,
     updated_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS memory_versions (
+    repo TEXT PRIMARY KEY, version BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS memory_titles (
     key TEXT PRIMARY KEY, title TEXT, type TEXT, state TEXT, fetched_at DOUBLE PRECISION NOT NULL);
 """
@@ -123,6 +125,8 @@ class MemoryStore:
             for row in rows:
                 run(f"INSERT INTO memory_issues ({COLUMNS}) VALUES ({', '.join('?' * 14)}) "
                     f"ON CONFLICT (repo, number) DO UPDATE SET {updates}", row)
+            for repo in {i.repo for i, _ in items}:
+                _bump(run, repo)
 
     def update_fields(self, repo: str, number: int, **fields: Any) -> bool:
         """Change some fields of a stored issue (labels, state...); False when the issue is not stored."""
@@ -130,19 +134,22 @@ class MemoryStore:
             fields["labels"] = json.dumps(fields["labels"])
         sets = ", ".join(f"{name} = ?" for name in fields)
         with self._tx() as run:
-            cur = run(f"UPDATE memory_issues SET {sets}, updated_at = ? WHERE repo = ? AND number = ?",
-                      (*fields.values(), time.time(), repo, number))
-            return bool(cur.rowcount)
+            changed = bool(run(f"UPDATE memory_issues SET {sets}, updated_at = ? WHERE repo = ? AND number = ?",
+                               (*fields.values(), time.time(), repo, number)).rowcount)
+            _bump(run, repo)
+            return changed
 
     def delete_issue(self, repo: str, number: int) -> None:
         with self._tx() as run:
             run("DELETE FROM memory_issues WHERE repo = ? AND number = ?", (repo, number))
+            _bump(run, repo)
 
     def delete_repo(self, repo: str) -> int:
         """Forget a repository entirely (uninstalled): its issues and its sync cursor."""
         with self._tx() as run:
             removed = int(run("DELETE FROM memory_issues WHERE repo = ?", (repo,)).rowcount)
             run("DELETE FROM memory_sync WHERE repo = ?", (repo,))
+            _bump(run, repo)
         return removed
 
     def issue(self, repo: str, number: int) -> MemoryIssue | None:
@@ -159,22 +166,41 @@ class MemoryStore:
         return [_issue(row) for row in rows]
 
     def vectors(self, repo: str) -> tuple[list[MemoryIssue], np.ndarray]:
-        """The repository's issues and their vectors (one row each), for the in-memory index."""
+        """The repository's issues and their vectors (one row each), for the backtest."""
         with self._tx() as run:
             rows = run(f"SELECT {COLUMNS} FROM memory_issues WHERE repo = ? ORDER BY number", (repo,)).fetchall()
         if not rows:
             return [], np.zeros((0, 0), dtype=np.float32)
         return [_issue(r) for r in rows], np.vstack([np.frombuffer(bytes(r[12]), dtype=np.float32) for r in rows])
 
-    def version(self, repo: str) -> tuple[int, float]:
-        """(count, latest write) of a repository: another replica's write shows up as a new version."""
+    def search_rows(self, repo: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(numbers, created times, vectors) of a repository: what the in-memory index holds, nothing more."""
         with self._tx() as run:
-            count, latest = run("SELECT COUNT(*), MAX(updated_at) FROM memory_issues WHERE repo = ?",
-                                (repo,)).fetchone()
-        return int(count), float(latest or 0.0)
+            rows = run("SELECT number, created_at, vector FROM memory_issues WHERE repo = ? ORDER BY number",
+                       (repo,)).fetchall()
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, 0), dtype=np.float32)
+        vectors = np.frombuffer(b"".join(bytes(r[2]) for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        return (np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.float64),
+                vectors)
+
+    def issues_by_number(self, repo: str, numbers: Sequence[int]) -> dict[int, MemoryIssue]:
+        if not numbers:
+            return {}
+        with self._tx() as run:
+            rows = run(f"SELECT {COLUMNS} FROM memory_issues WHERE repo = ? AND number IN "
+                       f"({', '.join('?' * len(numbers))})", (repo, *numbers)).fetchall()
+        return {int(r[1]): _issue(r) for r in rows}
+
+    def version(self, repo: str) -> int:
+        """A number that changes with every write to the repository's memory (by any replica)."""
+        with self._tx() as run:
+            row = run("SELECT version FROM memory_versions WHERE repo = ?", (repo,)).fetchone()
+        return int(row[0]) if row else 0
 
     def count(self, repo: str) -> int:
-        return self.version(repo)[0]
+        with self._tx() as run:
+            return int(run("SELECT COUNT(*) FROM memory_issues WHERE repo = ?", (repo,)).fetchone()[0])
 
     def repos(self) -> list[str]:
         with self._tx() as run:
@@ -221,6 +247,11 @@ class MemoryStore:
             run("INSERT INTO memory_titles (key, title, type, state, fetched_at) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET title = excluded.title, type = excluded.type, "
                 "state = excluded.state, fetched_at = excluded.fetched_at", (key, title, type_, state, time.time()))
+
+
+def _bump(run: Any, repo: str) -> None:
+    run("INSERT INTO memory_versions (repo, version) VALUES (?, 1) "
+        "ON CONFLICT (repo) DO UPDATE SET version = memory_versions.version + 1", (repo,))
 
 
 def _blob(vector: np.ndarray) -> bytes:

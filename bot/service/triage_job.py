@@ -37,7 +37,8 @@ def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     started = time.perf_counter()
     result = ctx.engine.triage(snapshot.issue)
     ctx.state.metrics.triage_seconds.observe(time.perf_counter() - started)
-    result = recall(ctx, event.repo, event.number, snapshot.issue, result, config)  # before the thresholds
+    recalled = recall(ctx, event.repo, event.number, snapshot.issue, result, config)  # before the thresholds
+    result = recalled.result
     result = apply_corrections(apply_thresholds(result, config.thresholds),
                                ctx.state.store.corrections(event.repo, event.number))
     body = render_comment(result, ctx.engine.taxonomy, axes=config.axes)
@@ -46,7 +47,8 @@ def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     added: list[str] = []
     if not shadow and ctx.client is not None:
         posted = ctx.client.upsert_comment(event.repo, event.number, body)
-        wanted = label_names(config, result)
+        # The repository's own labels join only where the config enables labels (add_labels skips unknown ones).
+        wanted = label_names(config, result) + ([n for n, _ in recalled.repo_labels] if config.labels.enabled else [])
         if wanted:
             added = ctx.client.add_labels(event.repo, event.number, wanted, snapshot.labels)
     ctx.state.store.save_decision(Decision(
@@ -55,7 +57,7 @@ def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
         comment_id=posted.id if posted else None, labels_added=added,
         predictions={axis: p.model_dump() for axis, p in result.predictions.items()},
         neighbours=[{"id": n.id, "url": n.url, "score": round(n.score, 4)} for n in result.neighbours],
-        related=[r.model_dump() for r in result.related],
+        related=[r.model_dump() for r in result.related], repo_labels=recalled.repo_labels,
         comment=body))
     if posted is None:
         return "stored (shadow mode)"

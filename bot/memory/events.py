@@ -63,7 +63,8 @@ def handle_installed(ctx: JobContext, event: WebhookEvent) -> str:
         if cursor.status != "done":
             unfinished.append(f"{repo}@{cursor.page}")
     if unfinished:  # the rest is a new job, so triage jobs are not held up behind a long history
-        more = f"{ctx.delivery_id}/sync/{'+'.join(unfinished)}"
+        # One id per slice (a retried job re-queues nothing twice); rooted at the original delivery id.
+        more = f"{ctx.delivery_id.split('/sync/')[0]}/sync/{'+'.join(unfinished)}"
         ctx.state.store.record_delivery(more, event.event, event.action, json.dumps(payload), event.issue_key)
         ctx.state.wake_worker.set()
         return f"history sync continues for {len(unfinished)} repositories"

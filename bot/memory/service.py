@@ -103,5 +103,6 @@ def with_titles(result: TriageResult, store: MemoryStore, lookup: IssueLookup | 
             store.cache_title(n.id, title, type_, state)
         else:
             title, type_, state = cached.title, cached.type, cached.state
-        neighbours.append(n.model_copy(update={"title": title, "type": type_ or n.type, "state": state}))
+        neighbours.append(n.model_copy(update={"title": title or n.title, "type": type_ or n.type,
+                                               "state": state or n.state}))
     return result.model_copy(update={"neighbours": neighbours})

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ERRORS = ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {n}.00 GiB",
-          "Watchdog caught collective operation timeout: WorkNCCL(SeqNum={n}, OpType=ALLREDUCE)",
+          "Watchdog caught collective operation timeout: WorkNCCL(OpType=ALLREDUCE, SeqNum={n})",
           "RuntimeError: Error building extension 'fused_adam_{n}'",
           "ImportError: undefined symbol: _ZN3c10{n}",
           "RuntimeError: NCCL error in ProcessGroupNCCL.cpp:{n}, unhandled system error",

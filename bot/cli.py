@@ -106,7 +106,7 @@ def triage(
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
-        typer.echo(render_comment(result, engine.taxonomy))
+        typer.echo(render_comment(result, engine.taxonomy, similarity_floor=settings.similarity_floor))
 
 
 def _issue_from_args(file: Path | None, title: str | None, body: str | None) -> Issue:
@@ -186,7 +186,34 @@ def serve(
     settings = load_settings(data_dir)
     if shadow:
         settings = settings.model_copy(update={"shadow": True})
+    check_knowledge(settings)
     run_server(settings, host, port)
+
+
+def check_knowledge(settings: Settings) -> None:
+    """Fail in seconds, before the server starts, when the case pack or the data directory cannot serve."""
+    from bot.dataset import default_case_files
+    from bot.pack import load_pack, pack_path
+    from bot.taxonomy import load_taxonomy
+
+    taxonomy = load_taxonomy(settings.taxonomy)
+    if settings.data_dir is None:
+        load_pack(pack_path(settings), taxonomy)
+    else:
+        default_case_files(settings.data_dir)
+
+
+@app.command()
+def action(
+    shadow: Annotated[bool, typer.Option("--shadow", help="Decide and store, post nothing.")] = False,
+) -> None:
+    """GitHub Action form: triage this workflow's issue event (GITHUB_EVENT_PATH) and upsert the one comment."""
+    from bot.service.action import run_action
+
+    settings = load_settings()
+    if shadow:
+        settings = settings.model_copy(update={"shadow": True})
+    typer.echo(run_action(settings))
 
 
 @app.command()

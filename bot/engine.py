@@ -19,6 +19,7 @@ from bot.dataset import LoadReport, default_case_files, load_case_base
 from bot.domain import Case, Issue, TriageResult
 from bot.embedding import Embedder, EmbeddingCache
 from bot.errors import PredictorError
+from bot.facts import NON_BUG_KINDS, missing_facts, needs_details
 from bot.normalise import NormalisedIssue, normalise
 from bot.policy import Calibrator, decide, fit_calibrator, out_of_fold
 from bot.predictors.base import Predictor, Query, TrainingSet, make_predictor, predictor_names, training_label
@@ -123,14 +124,24 @@ class Engine:
                 predictions = {axis: decide(axis, dist[axis], self.calibrator, self.settings.threshold(axis),
                                             raw=self.predictor.calibration_score(axis, dist[axis]))
                                for axis in AXES}
-                results.append(TriageResult(
+                results.append(self._with_missing_facts(issue, query.issue, TriageResult(
                     issue_id=issue.id, predictions=predictions,
                     neighbours=self.index.neighbours(query.hits[: self.settings.neighbours]),
                     environment=query.issue.environment, predictor=self.predictor.name,
-                    taxonomy_version=self.taxonomy.version, model_id=self.model_id, fallback=fallback))
+                    taxonomy_version=self.taxonomy.version, model_id=self.model_id, fallback=fallback)))
             if progress:
                 progress("predicting", len(batch), len(issues))
         return results
+
+
+    def _with_missing_facts(self, issue: Issue, normalised: NormalisedIssue, result: TriageResult) -> TriageResult:
+        """Too little text for a bug report: abstain and ask for the facts; else ask for what is absent."""
+        if needs_details(normalised) and result.label("kind") not in NON_BUG_KINDS:
+            predictions = {axis: p.model_copy(update={"label": None}) for axis, p in result.predictions.items()}
+            return result.model_copy(update={"predictions": predictions, "needs_details": True})
+        missing = missing_facts(issue, normalised.environment, self.taxonomy, result.label("kind"),
+                                result.label("symptom"))
+        return result.model_copy(update={"missing_facts": missing})
 
 
 def make_queries(index: CaseIndex, normalised: Sequence[NormalisedIssue], vectors: np.ndarray, k: int,

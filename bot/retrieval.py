@@ -42,5 +42,6 @@ class CaseIndex:
         return out
 
     def neighbours(self, hits: list[tuple[int, float]]) -> list[Neighbour]:
-        return [Neighbour(id=self.cases[j].id, url=self.cases[j].url, title=self.cases[j].title, score=s,
+        """Ids, links, type and labels; never the case's text (titles come from GitHub, in the service)."""
+        return [Neighbour(id=self.cases[j].id, url=self.cases[j].url, type=self.cases[j].type, score=s,
                           labels=self.cases[j].labels) for j, s in hits]

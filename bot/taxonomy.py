@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
 
@@ -24,6 +25,25 @@ class Value(_Strict):
     checklist: tuple[str, ...] = ()
     maps_to: str | None = None
     aliases: tuple[str, ...] = ()
+    ask_for: tuple[str, ...] = ()  # ids of `facts` a report of this value needs (symptoms)
+
+
+class Fact(_Strict):
+    """Something a reporter should give; asked for only when none of `present` matches the issue text."""
+
+    id: str
+    ask: str
+    present: tuple[str, ...]  # case-insensitive regular expressions; any match means the fact is there
+    environment: tuple[str, ...] = ()  # EnvironmentFacts fields that, when extracted, also mean it is there
+
+    @model_validator(mode="after")
+    def _patterns_compile(self) -> Fact:
+        for pattern in self.present:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"facts.{self.id}: present pattern {pattern!r} does not compile ({exc})") from None
+        return self
 
 
 class Axis(_Strict):
@@ -51,6 +71,8 @@ class Taxonomy(_Strict):
     sources: dict[str, str] = {}
     maps_onto: str | None = None
     not_established: dict[str, tuple[str, ...]] = {}
+    facts: tuple[Fact, ...] = ()
+    ask_for_any_bug: tuple[str, ...] = ()  # facts every bug report needs, whatever its symptom
     axes: dict[str, Axis]
 
     @model_validator(mode="after")
@@ -60,6 +82,15 @@ class Taxonomy(_Strict):
                 for source in value.provenance:
                     if source not in self.sources:
                         raise ValueError(f"axes.{axis_name}.{value.id}: provenance {source!r} is not in sources")
+        fact_ids = {f.id for f in self.facts}
+        for axis_name, axis in self.axes.items():
+            for value in axis.values:
+                for fact in value.ask_for:
+                    if fact not in fact_ids:
+                        raise ValueError(f"axes.{axis_name}.{value.id}: ask_for {fact!r} is not in facts")
+        for fact in self.ask_for_any_bug:
+            if fact not in fact_ids:
+                raise ValueError(f"ask_for_any_bug: {fact!r} is not in facts")
         for axis_name, ids in self.not_established.items():
             if axis_name not in self.axes:
                 raise ValueError(f"not_established names unknown axis {axis_name!r}")
@@ -89,6 +120,9 @@ class Taxonomy(_Strict):
             if value_id == value.id or value_id in value.aliases:
                 return value.id
         return None
+
+    def fact(self, fact_id: str) -> Fact:
+        return next(f for f in self.facts if f.id == fact_id)
 
     def predictable(self, axis: str) -> tuple[str, ...]:
         """The values a predictor may output: all but the 'not established' markers."""

@@ -184,6 +184,22 @@ def validate(
         fail(f"{len(problems)} problem(s), listed above")
 
 
+@app.command()
+def floor(
+    dataset: Annotated[list[Path] | None, typer.Option(help="Records whose neighbours are scored (default: the "
+                                                       "ddl-dev files).")] = None,
+) -> None:
+    """Precision of "the neighbour shares the gold symptom" per similarity bin (the comment's floor)."""
+    from bot.dataset import default_case_files
+    from eval.neighbour_floor import format_table, measure_floor
+
+    settings = load_settings()
+    files = default_case_files(settings.data_dir)
+    queries = dataset or [f for f in files if f.name.startswith("ddl-dev")]
+    print(f"neighbours of {', '.join(q.name for q in queries)} among {', '.join(f.name for f in files)} (k=10)")
+    print(format_table(measure_floor(settings, queries, files)))
+
+
 @app.command("ls")
 def list_tasks() -> None:
     """The benchmark definitions (eval/tasks/*.yaml)."""

@@ -66,7 +66,11 @@ def test_an_abstained_axis_says_not_sure(engine: Engine, taxonomy: Taxonomy) -> 
     result = engine.triage(Issue(id="vague", title="question", body="hello"))
     abstained = [a for a in AXES if result.predictions[a].label is None]
     assert abstained, "a content-free issue should not be labelled with confidence on every axis"
-    assert "_not sure_" in render_comment(result, taxonomy)
+    comment = render_comment(result, taxonomy)
+    assert "Likely root cause" not in comment  # a needs-details or a short comment, never the full table
+    bug = engine.triage(Issue(id="bare", title="DeepSpeed training is broken", body="It does not work."))
+    assert bug.needs_details and all(bug.label(a) is None for a in AXES)
+    assert "not have enough detail" in render_comment(bug, taxonomy)
 
 
 def test_the_batch_record_follows_the_contract(engine: Engine) -> None:

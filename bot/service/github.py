@@ -173,7 +173,7 @@ def _retry_after(value: str) -> float:
 # --- the REST API -----------------------------------------------------------------------------------------
 
 
-def _client_options(api_url: str) -> dict[str, Any]:
+def client_options(api_url: str) -> dict[str, Any]:
     # retry=0 and no PyGithub throttling: the worker owns retries, backoff and the write interval.
     return {"base_url": api_url, "retry": 0, "timeout": TIMEOUT_S, "seconds_between_requests": None,
             "seconds_between_writes": None}
@@ -186,7 +186,7 @@ class GitHubApp:
         self.api_url = credentials.api_url
         self.app_id = int(credentials.app_id)
         self._integration = GithubIntegration(auth=Auth.AppAuth(credentials.app_id, credentials.private_key),
-                                              **_client_options(credentials.api_url))
+                                              **client_options(credentials.api_url))
         self._write_interval_s = write_interval_s
         self._lock = threading.Lock()
         self._clients: dict[int, tuple[float, InstallationClient]] = {}
@@ -201,7 +201,7 @@ class GitHubApp:
         with github_errors(f"installation {installation_id} token"):
             grant = self._integration.get_access_token(installation_id)
         client = InstallationClient(Github(auth=Auth.Token(grant.token), lazy=True,
-                                           **_client_options(self.api_url)),
+                                           **client_options(self.api_url)),
                                     lambda: self._pace_write(installation_id), self.app_id)
         with self._lock:
             self._clients[installation_id] = (grant.expires_at.timestamp(), client)
@@ -220,7 +220,7 @@ class GitHubApp:
 class InstallationClient:
     """Reads and the few writes the bot makes, as one installation; never deletes, never edits the issue."""
 
-    def __init__(self, gh: Github, pace_write: Callable[[], None], app_id: int) -> None:
+    def __init__(self, gh: Github, pace_write: Callable[[], None], app_id: int | None) -> None:
         self._gh = gh
         self._pace_write = pace_write
         self._app_id = app_id
@@ -278,8 +278,9 @@ class InstallationClient:
         if comment.user.type != "Bot":
             return False
         app = comment.performed_via_github_app
-        # A server that does not report the App: any bot comment that carries the marker.
-        return app is None or bool(app.id == self._app_id)
+        # A server that does not report the App, or a workflow token (whose App id we do not know): any bot
+        # comment that carries the marker.
+        return app is None or self._app_id is None or bool(app.id == self._app_id)
 
     def add_labels(self, repo: str, number: int, wanted: list[str], present: list[str]) -> list[str]:
         """Add those of `wanted` that the repository has and the issue lacks; returns what was added."""

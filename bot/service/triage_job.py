@@ -41,7 +41,8 @@ def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     result = recalled.result
     result = apply_corrections(apply_thresholds(result, config.thresholds),
                                ctx.state.store.corrections(event.repo, event.number))
-    body = render_comment(result, ctx.engine.taxonomy, axes=config.axes)
+    body = render_comment(result, ctx.engine.taxonomy, axes=config.axes,
+                          similarity_floor=ctx.engine.settings.similarity_floor)
     shadow = ctx.shadow or config.shadow
     posted: PostedComment | None = None
     added: list[str] = []

@@ -81,6 +81,13 @@ def test_installed_repositories_link_near_copies_with_how_they_ended_and_never_a
         assert related[31]["closed_by"] == "#4290" and related[31]["possible_duplicate"] is False
         assert related[32]["state"] == "open" and related[32]["possible_duplicate"] is True
         assert all(r["repo"] == REPO for r in decision.related)
+        [posted] = github.bot_comments(REPO, 42)
+        assert posted["body"] == decision.comment
+        assert "Possibly related in this repository" in posted["body"]
+        line_31 = next(line for line in posted["body"].splitlines() if "#31" in line)
+        line_32 = next(line for line in posted["body"].splitlines() if "#32" in line)
+        assert "fixed by #4290" in line_31 and "possible duplicate" not in line_31
+        assert "open" in line_32 and "possible duplicate" in line_32
 
         # The same text opened in the other repository: nothing of REPO's memory appears there.
         other = issue_event(github, "opened", 42, repo=OTHER)

@@ -71,13 +71,13 @@ def reader_for(settings: Settings, repo: str) -> InstallationClient:
     from github import Auth, Github, GithubIntegration
 
     from bot.service.credentials import AppCredentials, resolve_private_key
-    from bot.service.github import GitHubApp, InstallationClient, _client_options, github_errors
+    from bot.service.github import GitHubApp, InstallationClient, client_options, github_errors
 
     if "/" not in repo:
         raise ConfigError(f"--repo {repo!r} must be OWNER/NAME")
     if settings.github_token is not None:
         gh = Github(auth=Auth.Token(settings.github_token.get_secret_value()),
-                    **_client_options(settings.github_api_url))
+                    **client_options(settings.github_api_url))
         return InstallationClient(gh, lambda: None, 0)
     if settings.github_app_id is None or settings.github_private_key is None:
         raise ConfigError("set DDL_TRIAGE_GITHUB_TOKEN, or DDL_TRIAGE_GITHUB_APP_ID and "
@@ -86,7 +86,7 @@ def reader_for(settings: Settings, repo: str) -> InstallationClient:
                                  private_key=resolve_private_key(settings.github_private_key.get_secret_value()))
     owner, name = repo.split("/", 1)
     integration = GithubIntegration(auth=Auth.AppAuth(credentials.app_id, credentials.private_key),
-                                    **_client_options(settings.github_api_url))
+                                    **client_options(settings.github_api_url))
     with github_errors(f"the App's installation on {repo}"):
         installation = integration.get_repo_installation(owner, name).id
     return GitHubApp(credentials).installation(installation)

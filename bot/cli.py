@@ -240,6 +240,9 @@ def _register_subcommands() -> None:
     from bot.pack_cli import pack_app
 
     app.add_typer(pack_app, name="pack")
+    from bot.memory.cli import register as register_memory  # history sync, backtest
+
+    register_memory(app)
 
 
 _register_subcommands()

@@ -65,6 +65,16 @@ class Settings(BaseSettings):
     ops_token: SecretStr | None = None
     retention_days: float = 30.0  # finished jobs, their deliveries, and decisions older than this are deleted
 
+    # Repository memory (history sync, related issues, neighbour titles)
+    github_token: SecretStr | None = None  # `ddl-triage history sync` without App credentials
+    memory_related_floor: float = 0.80  # cosine; see README "Repository memory" for the measurement
+    memory_duplicate_floor: float = 0.93  # an open issue this close is called a possible duplicate
+    memory_related_max: int = 3
+    memory_sync_pages_per_job: int = 10  # a background sync job reads this many pages, then queues the rest
+    memory_page_interval_s: float = 0.5  # between pages of a history sync (the rate limit also paces it)
+    memory_title_ttl_s: float = 86400.0  # neighbour titles and states read from GitHub are cached this long
+    memory_max_rows: int = 500_000  # vectors held in memory across repositories before LRU eviction
+
     @field_validator("thresholds")
     @classmethod
     def _known_axes(cls, value: dict[str, float]) -> dict[str, float]:

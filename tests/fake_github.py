@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import random
 import threading
 import time
 import uuid
@@ -21,6 +22,7 @@ from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -74,6 +76,7 @@ class FakeRepo:
     labels: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
     permissions: dict[str, str] = field(default_factory=dict)
+    timelines: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 class FakeGitHub:
@@ -88,6 +91,7 @@ class FakeGitHub:
         self.comments: dict[int, dict[str, Any]] = {}
         self.requests: list[Recorded] = []
         self.tokens: dict[str, int] = {}
+        self.installations: dict[int, list[str]] = {}  # installation id -> its repositories (default: all)
         self._failures: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
         self._outage: list[tuple[float, int, dict[str, str]]] = []  # (until, status, headers), in order
         # The App's webhook deliveries (GET /app/hook/deliveries), newest first; a redelivery calls `redeliver`.
@@ -229,11 +233,15 @@ class FakeGitHub:
             return self._access_token(int(parts[2]), auth)
         if parts[:3] == ["app", "hook", "deliveries"]:
             return self._hook_deliveries_route(method, parts[3:], auth)
+        if parts[0] == "repos" and parts[3:] == ["installation"] and method == "GET":
+            return self._repo_installation("/".join(parts[1:3]), auth)
         if not self._token_ok(auth):
             return 401, {}, {"message": "Bad credentials"}
+        if parts == ["installation", "repositories"]:
+            return self._installation_repositories(auth, query)
         if parts[0] != "repos" or len(parts) < 3 or "/".join(parts[1:3]) not in self.repos:
             return 404, {}, {"message": "Not Found"}
-        return self._repo_route(self.repos["/".join(parts[1:3])], method, parts[3:], body)
+        return self._repo_route(self.repos["/".join(parts[1:3])], method, parts[3:], body, query)
 
     def _access_token(self, installation_id: int, auth: str) -> tuple[int, dict[str, str], Any]:
         try:
@@ -252,9 +260,11 @@ class FakeGitHub:
         scheme, _, token = auth.partition(" ")
         return scheme.lower() in ("token", "bearer") and token in self.tokens
 
-    def _repo_route(self, repo: FakeRepo, method: str, rest: list[str], body: Any
+    def _repo_route(self, repo: FakeRepo, method: str, rest: list[str], body: Any, query: str = ""
                     ) -> tuple[int, dict[str, str], Any]:
         route = (method, *("{n}" if part.isdigit() else part for part in rest))
+        if route == ("GET", "issues"):
+            return self._list_issues(repo, query)
         if route == ("GET",):
             return 200, {}, {"id": 1, "name": repo.full_name.split("/")[1], "full_name": repo.full_name,
                              "url": f"{self.base_url}/repos/{repo.full_name}", "default_branch": "main"}
@@ -284,6 +294,8 @@ class FakeGitHub:
             return 200, {}, issue
         if (method, *rest) == ("GET", "comments"):
             return 200, {}, [_public(c) for c in self.comments_on(repo.full_name, number)]
+        if (method, *rest) == ("GET", "timeline"):
+            return 200, {}, repo.timelines.get(number, [])
         if (method, *rest) == ("POST", "comments"):
             comment_id = self.add_comment(repo.full_name, number, body["body"], BOT_LOGIN, "Bot", via_app=self.app_id)
             return 201, {}, _public(self.comments[comment_id])
@@ -317,6 +329,133 @@ class FakeGitHub:
                 "html_url": f"https://github.com/{repo}/issues/{number}#issuecomment-{comment_id}",
                 "issue_url": f"{self.base_url}/repos/{repo}/issues/{number}",
                 "created_at": "2024-05-01T12:00:00Z", "updated_at": "2024-05-01T12:00:00Z"}
+
+
+    # --- the repository memory: issue listing, timelines, installation repositories, seeding ----------------
+
+    def _list_issues(self, repo: FakeRepo, query: str) -> tuple[int, dict[str, str], Any]:
+        """GET /repos/O/R/issues: state, since, sort=created, direction, page and per_page, with a Link header."""
+        params = dict(parse_qsl(query))
+        state = params.get("state", "open")
+        issues = sorted(repo.issues.values(), key=lambda i: (i.get("created_at") or "", i["number"]),
+                        reverse=params.get("direction", "desc") == "desc")
+        issues = [i for i in issues if state == "all" or i.get("state", "open") == state]
+        if "since" in params:
+            since = params["since"].replace("+00:00", "Z")
+            issues = [i for i in issues if (i.get("updated_at") or "") >= since]
+        per_page = min(100, int(params.get("per_page", 30)))
+        page = int(params.get("page", 1))
+        chunk = issues[(page - 1) * per_page: page * per_page]
+        return 200, _link_header(f"{self.base_url}/repos/{repo.full_name}/issues", params, page,
+                                 -(-len(issues) // per_page)), chunk
+
+    def _repo_installation(self, full_name: str, auth: str) -> tuple[int, dict[str, str], Any]:
+        """GET /repos/O/R/installation, as the App (JWT): the installation that holds the repository."""
+        try:
+            jwt.decode(auth.removeprefix("Bearer "), self._public_key, algorithms=["RS256"])
+        except jwt.PyJWTError as exc:
+            return 401, {}, {"message": f"A JSON web token could not be decoded ({exc})"}
+        if full_name not in self.repos:
+            return 404, {}, {"message": "Not Found"}
+        found = [i for i, names in self.installations.items() if full_name in names]
+        return 200, {}, {"id": found[0] if found else 1, "app_id": self.app_id,
+                         "account": {"login": full_name.split("/")[0]}}
+
+    def _installation_repositories(self, auth: str, query: str) -> tuple[int, dict[str, str], Any]:
+        installation = self.tokens[auth.partition(" ")[2]]
+        names = self.installations.get(installation, sorted(self.repos))
+        params = dict(parse_qsl(query))
+        per_page, page = min(100, int(params.get("per_page", 30))), int(params.get("page", 1))
+        chunk = names[(page - 1) * per_page: page * per_page]
+        repos = [{"id": abs(hash(n)) % 10**6, "name": n.split("/")[1], "full_name": n,
+                  "url": f"{self.base_url}/repos/{n}"} for n in chunk]
+        return 200, _link_header(f"{self.base_url}/installation/repositories", params, page,
+                                 -(-len(names) // per_page)), {"total_count": len(names), "repositories": repos}
+
+    def seed_issues(self, full_name: str, count: int, start: int = 1, seed: int = 0,
+                    area_labels: bool = False) -> list[dict[str, Any]]:
+        """`count` made-up issues and pull requests, oldest first; some closed as completed (with the pull
+        request that fixed them in the timeline), not planned, or as a duplicate of an earlier issue.
+        Labels are one of the repository's at random, or with `area_labels` "area-<first word of the title>"
+        (labels that follow the text, as maintainers' area labels do)."""
+        rng = random.Random(seed)
+        repo = self.repos[full_name]
+        made = []
+        for number in range(start, start + count):
+            created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(1_600_000_000 + number * 3600))
+            kind = rng.random()
+            title, body = synthetic_issue(rng)
+            issue: dict[str, Any] = {
+                "number": number, "title": title, "body": body, "state": "open", "state_reason": None,
+                "labels": [self._label(repo, n) for n in ([area_label(title)] if area_labels else
+                                                          rng.sample(repo.labels, min(len(repo.labels), 1)))],
+                "created_at": created, "updated_at": created, "closed_at": None,
+                "html_url": f"https://github.com/{full_name}/issues/{number}",
+                "user": {"login": "reporter", "id": 7, "type": "User"}}
+            if kind < 0.1:
+                issue["pull_request"] = {"url": f"{self.base_url}/repos/{full_name}/pulls/{number}",
+                                         "merged_at": created}
+            elif kind < 0.55 and number > start:
+                reason = rng.choice(["completed", "not_planned", "duplicate"])
+                self.close_issue(full_name, issue, reason, fixed_by=number + 10_000 if reason == "completed" else None,
+                                 duplicate_of=rng.randrange(start, number))
+            self.put_issue(full_name, issue)
+            made.append(issue)
+        return made
+
+    def put_issue(self, full_name: str, issue: dict[str, Any]) -> dict[str, Any]:
+        repo = self.repos[full_name]
+        issue["url"] = f"{self.base_url}/repos/{full_name}/issues/{issue['number']}"
+        issue["comments_url"] = issue["url"] + "/comments"
+        issue.setdefault("labels", [])
+        repo.issues[issue["number"]] = issue
+        return issue
+
+    def close_issue(self, full_name: str, issue: dict[str, Any], reason: str, fixed_by: int | None = None,
+                    duplicate_of: int | None = None) -> None:
+        """Close an issue as GitHub would, with the timeline events that say how."""
+        issue.update(state="closed", state_reason=reason, closed_at=issue.get("created_at"))
+        events: list[dict[str, Any]] = []
+        if fixed_by is not None:
+            events.append({"event": "cross-referenced", "source": {"type": "issue", "issue": {
+                "number": fixed_by, "title": "fix", "state": "closed",
+                "pull_request": {"merged_at": issue["closed_at"]}, "repository": {"full_name": full_name}}}})
+        if reason == "duplicate" and duplicate_of is not None:
+            events.append({"event": "marked_as_duplicate", "source": {"type": "issue", "issue": {
+                "number": duplicate_of}}})
+        events.append({"event": "closed", "commit_id": None, "state_reason": reason})
+        self.repos[full_name].timelines[issue["number"]] = events
+
+
+SUBJECTS = ["NCCL all_reduce", "ZeRO stage 3 checkpoint", "FSDP wrap policy", "pipeline parallel schedule",
+            "tensor parallel linear", "gradient accumulation", "fp16 loss scaler", "activation checkpointing",
+            "dataloader workers", "elastic launcher", "CUDA graph capture", "optimizer offload"]
+PROBLEMS = ["hangs after a few steps", "runs out of GPU memory", "raises a shape mismatch",
+            "fails to build with the CUDA extension", "gives NaN loss", "is slower than expected",
+            "crashes with a segmentation fault", "loads the wrong weights", "times out on multiple nodes"]
+CONTEXT = ["on 8 A100 GPUs", "with torch 2.1 and CUDA 12.1", "on two nodes over InfiniBand",
+           "with bf16 enabled", "after upgrading to the latest release", "only when resuming from a checkpoint"]
+
+
+def synthetic_issue(rng: random.Random) -> tuple[str, str]:
+    """A made-up issue title and body (no real issue text is ever copied into the repository)."""
+    subject, problem, context = rng.choice(SUBJECTS), rng.choice(PROBLEMS), rng.choice(CONTEXT)
+    title = f"{subject} {problem} {context}"
+    body = (f"When I use {subject} my job {problem} {context}. Steps: launch with the usual script, wait "
+            f"{rng.randint(1, 500)} steps. Expected training to continue. Seed {rng.randint(0, 10**6)}.")
+    return title, body
+
+
+def area_label(title: str) -> str:
+    return f"area-{title.split()[0].lower()}"
+
+
+def _link_header(url: str, params: dict[str, str], page: int, last: int) -> dict[str, str]:
+    """GitHub's Link header (next and last) for page `page` of `last`."""
+    if page >= last:
+        return {}
+    links = [(page + 1, "next"), (last, "last")]
+    return {"Link": ", ".join(f'<{url}?{urlencode(params | {"page": str(n)})}>; rel="{rel}"' for n, rel in links)}
 
 
 def _public(comment: dict[str, Any]) -> dict[str, Any]:

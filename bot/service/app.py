@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 
 from bot.engine import Engine
 from bot.errors import ConfigError, TriageError
+from bot.memory.service import Memory
 from bot.service import ops, webhook
 from bot.service.credentials import AppCredentials, check_credentials
 from bot.service.errors import DeliveryRejected, StoreBusy
@@ -88,7 +89,8 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
         if client is not None:
             client.pace_with(lambda installation, interval: reserve_write(store, installation, interval))
         state = ServiceState(settings=settings, options=options, store=store, metrics=Metrics(), engine=slot,
-                             github=client, intake=intake, intake_extra=extra)
+                             github=client, intake=intake, intake_extra=extra,
+                             memory=Memory.open(settings))
         worker = Worker(state)
         state.worker_alive = lambda: worker.alive
         app.state.service = state
@@ -102,6 +104,8 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
             store.close()
             for connection in [intake, *extra]:
                 connection.close()
+            if state.memory is not None:
+                state.memory.close()
             log.info("ddl-triage service stopped")
 
     app = FastAPI(title="ddl-triage", lifespan=lifespan,

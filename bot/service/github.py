@@ -7,11 +7,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 import requests
 from github import Auth, Github, GithubException, GithubIntegration
+from github.GithubObject import NotSet
 from github.IssueComment import IssueComment
 
 from bot.comment import has_marker
@@ -58,6 +60,8 @@ def payload_action(payload: dict[str, Any]) -> str:
 
 def parse_event(event: str, payload: dict[str, Any]) -> WebhookEvent:
     """An `issues` or `issue_comment` payload as a domain event; a missing field raises PayloadFieldError."""
+    if event in INSTALLATION_EVENTS:
+        return _installation_event(event, payload)
     issue = _get(payload, "issue", dict)
     sender = _get(payload, "sender", dict)
     repo = _get(payload, "repository.full_name", str)
@@ -71,6 +75,18 @@ def parse_event(event: str, payload: dict[str, Any]) -> WebhookEvent:
         issue=_issue(issue, repo, number), issue_state=str(issue.get("state") or "open"),
         issue_labels=_label_names(issue.get("labels")),
         comment=_comment(payload) if event == "issue_comment" else None)
+
+
+INSTALLATION_EVENTS = frozenset({"installation", "installation_repositories"})
+
+
+def _installation_event(event: str, payload: dict[str, Any]) -> WebhookEvent:
+    """An installation's delivery: one job per installation (its key), the repositories stay in the payload."""
+    installation = _get(payload, "installation.id", int)
+    sender = _get(payload, "sender", dict)
+    return WebhookEvent(event=event, action=payload_action(payload), repo=f"installation/{installation}",
+                        number=0, installation_id=installation, sender=_get(payload, "sender.login", str),
+                        sender_is_bot=sender.get("type") == "Bot", issue=Issue(id=f"installation/{installation}"))
 
 
 def _get(payload: dict[str, Any], path: str, kind: type) -> Any:
@@ -322,6 +338,53 @@ class InstallationClient:
                 return self._gh.get_repo(repo).get_collaborator_permission(user) in WRITE_PERMISSIONS
         except NotFound:
             return False
+
+    # --- the repository memory's reads (history sync, live updates, installation repositories) -------------
+
+    def list_issues_page(self, repo: str, page: int, per_page: int = 100, since: datetime | None = None
+                         ) -> list[dict[str, Any]]:
+        """One page (1-based) of the repository's issues and pull requests, all states, oldest first."""
+        self._gh.per_page = per_page
+        with github_errors(f"list issues of {repo}, page {page}"):
+            listing = self._gh.get_repo(repo).get_issues(state="all", sort="created", direction="asc",
+                                                         since=since if since else NotSet)
+            return [issue.raw_data for issue in listing.get_page(page - 1)]
+
+    def closing_reference(self, repo: str, number: int) -> tuple[str | None, int | None]:
+        """What closed an issue according to its timeline: ("#PR" or a commit sha, duplicate-of number)."""
+        closed_by: str | None = None
+        duplicate_of: int | None = None
+        with github_errors(f"timeline of {repo}#{number}"):
+            for event in self._gh.get_repo(repo).get_issue(number).get_timeline():
+                data = event.raw_data
+                source = (data.get("source") or {}).get("issue") or {}
+                if data.get("event") == "cross-referenced" and source.get("pull_request"):
+                    merged = (source["pull_request"] or {}).get("merged_at")
+                    same_repo = (source.get("repository") or {}).get("full_name", repo) == repo
+                    if merged and same_repo:
+                        closed_by = f"#{source['number']}"
+                elif data.get("event") == "closed" and data.get("commit_id") and closed_by is None:
+                    closed_by = str(data["commit_id"])[:12]
+                elif data.get("event") == "marked_as_duplicate" and isinstance(source.get("number"), int):
+                    duplicate_of = int(source["number"])
+        return closed_by, duplicate_of
+
+    def installation_repositories(self) -> list[str]:
+        """The full names of every repository this installation may access (paginated by Link headers)."""
+        from github.PaginatedList import PaginatedList
+        from github.Repository import Repository
+
+        with github_errors("installation repositories"):
+            listing = PaginatedList(Repository, self._gh.requester, "/installation/repositories", None,
+                                    list_item="repositories")
+            return [repo.full_name for repo in listing]
+
+    def pace_reads(self, reserve: int = 100) -> float:
+        """Seconds to wait before the next read so that `reserve` requests of the hour stay for triage."""
+        remaining, _limit = self._gh.requester.rate_limiting  # from the last answer's headers; no request
+        if remaining < 0 or remaining > reserve:
+            return 0.0
+        return max(0.0, self._gh.requester.rate_limiting_resettime - time.time()) + 1.0
 
 
 # --- the App's webhook deliveries (issue 9: missed-delivery recovery) ----------------------------------------

@@ -74,12 +74,15 @@ async def ready(state: StateDep) -> JSONResponse:
 
 @router.get("/healthz")
 async def healthz(state: StateDep) -> JSONResponse:
-    """The readiness check with details: job counts, the worker, the case base."""
+    """The readiness check with details: job counts, the worker, the case base, the history sync."""
     body = await _readiness(state)
     if body.get("database") == "ok":
         body["jobs"] = await run_in_threadpool(state.store.job_counts)
     if state.engine.engine is not None:
         body["cases"] = len(state.engine.engine.index)
+    if state.memory is not None and body.get("database") == "ok":  # history sync progress per repository
+        cursors = await run_in_threadpool(state.memory.store.cursors)
+        body["memory"] = {c.repo: {"status": c.status, "synced": c.synced, "page": c.page} for c in cursors}
     return JSONResponse(body, status_code=200 if body["status"] == "ok" else 503)
 
 

@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from bot.engine import Engine, build_engine
+from bot.memory.service import Memory
 from bot.service.github import GitHubApp
 from bot.service.metrics import Metrics
 from bot.service.store import Store
@@ -86,6 +87,7 @@ class ServiceState:
     def give_intake(self, store: Store) -> None:
         if store is not self.store:
             self._intake_free.put(store)
+    memory: Memory | None = None  # the repository memory (its own tables in the same database)
 
     @property
     def shadow(self) -> bool:

@@ -7,6 +7,7 @@ import time
 
 from bot.comment import render_comment
 from bot.decision import decide
+from bot.memory.events import recall, remember_from_delivery
 from bot.service.events import Decision, IssueSnapshot, PostedComment, WebhookEvent
 from bot.service.router import JobContext, Router
 
@@ -22,6 +23,7 @@ def handle_issue(ctx: JobContext, event: WebhookEvent) -> str:
 
 def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     """Triage the issue as it is now and upsert the bot's comment; returns the outcome."""
+    remember_from_delivery(ctx, event)
     config = ctx.repo_config(event.repo)
     if not config.enabled:
         return "disabled by the repository's config"
@@ -34,7 +36,8 @@ def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     started = time.perf_counter()
     result = ctx.engine.triage(snapshot.issue)
     ctx.state.metrics.triage_seconds.observe(time.perf_counter() - started)
-    plan = decide(result, config, ctx.state.store.corrections(event.repo, event.number),
+    recalled = recall(ctx, event.repo, event.number, snapshot.issue, result, config)  # before the thresholds
+    plan = decide(recalled.result, config, ctx.state.store.corrections(event.repo, event.number),
                   service_shadow=ctx.shadow, can_post=ctx.client is not None)
     result, shadow = plan.result, plan.shadow
     body = render_comment(result, ctx.engine.taxonomy, axes=config.axes,
@@ -43,14 +46,17 @@ def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     added: list[str] = []
     if plan.post and ctx.client is not None:
         posted = ctx.client.upsert_comment(event.repo, event.number, body)
-        if plan.labels:
-            added = ctx.client.add_labels(event.repo, event.number, plan.labels, snapshot.labels)
+        # The repository's own labels join only where the config enables labels (add_labels skips unknown ones).
+        wanted = plan.labels + ([n for n, _ in recalled.repo_labels] if config.labels.enabled else [])
+        if wanted:
+            added = ctx.client.add_labels(event.repo, event.number, wanted, snapshot.labels)
     ctx.state.store.save_decision(Decision(
         delivery_id=ctx.delivery_id, repo=event.repo, number=event.number, event=event.event,
         action=event.action, shadow=shadow, posted=posted is not None,
         comment_id=posted.id if posted else None, labels_added=added,
         predictions={axis: p.model_dump() for axis, p in result.predictions.items()},
         neighbours=[{"id": n.id, "url": n.url, "score": round(n.score, 4)} for n in result.neighbours],
+        related=[r.model_dump() for r in result.related], repo_labels=recalled.repo_labels,
         comment=body))
     if posted is None:
         return "stored (shadow mode)"

@@ -6,6 +6,7 @@ import logging
 import signal
 from types import FrameType
 
+from bot.domain import Issue
 from bot.engine import build_engine
 from bot.service.app import connect_github, open_store
 from bot.service.feedback import learn_corrections
@@ -29,6 +30,7 @@ def run_worker_process(settings: Settings) -> None:
             github.pace_with(lambda installation, interval: reserve_write(store, installation, interval))
         engine = build_engine(settings)
         learn_corrections(engine, store, settings.github_api_url)
+        engine.triage(Issue(title="warm-up", body="loads the embedding model before this worker says it is ready"))
         state = ServiceState(settings=settings, options=ServiceOptions(), store=store, metrics=Metrics(),
                              engine=EngineSlot(engine), github=github)
         worker = Worker(state)

@@ -39,7 +39,7 @@ def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     recalled = recall(ctx, event.repo, event.number, snapshot.issue, result, config)  # before the thresholds
     plan = decide(recalled.result, config, ctx.state.store.corrections(event.repo, event.number),
                   service_shadow=ctx.shadow, can_post=ctx.client is not None)
-    result, shadow = plan.result, plan.shadow
+    result, shadow = plan.result.model_copy(update={"repo_labels": recalled.repo_labels}), plan.shadow
     body = render_comment(result, ctx.engine.taxonomy, axes=config.axes,
                           similarity_floor=ctx.engine.settings.similarity_floor)
     posted: PostedComment | None = None

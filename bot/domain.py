@@ -115,6 +115,7 @@ class TriageResult(BaseModel):
         """The stable line of the `predict` batch contract."""
         return {
             "id": self.issue_id,
-            "predictions": {axis: self.predictions[axis].model_dump() for axis in AXES},
+            "predictions": {axis: self.predictions[axis].model_dump(include={"label", "confidence", "top"})
+                            for axis in AXES},
             "neighbours": [{"id": n.id, "url": n.url, "score": round(n.score, 4)} for n in self.neighbours],
         }

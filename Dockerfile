@@ -36,5 +36,5 @@ VOLUME ["/data/state"]
 
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
-    CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"
+    CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz/ready', timeout=4)"
 CMD ["ddl-triage", "serve", "--host", "0.0.0.0", "--port", "8000"]

@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from bot.domain import Issue
 from bot.errors import DataError, TriageError
+from bot.service.cli_commands import register as register_service_commands
 from bot.settings import Settings
 
 if TYPE_CHECKING:
@@ -179,15 +180,17 @@ def serve(
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     shadow: Annotated[bool, typer.Option("--shadow", help="Store decisions instead of posting them.")] = False,
     data_dir: DataDirOpt = None,
+    workers: Annotated[int, typer.Option(min=0, help="Worker processes to start beside the web process "
+                                                    "(0: web only, for a replica behind `ddl-triage worker`s).")] = 1,
 ) -> None:
-    """Run the GitHub App webhook service (FastAPI + uvicorn)."""
+    """Run the GitHub App webhook service (FastAPI + uvicorn) and its worker process(es)."""
     from bot.service.app import run_server
 
     settings = load_settings(data_dir)
     if shadow:
         settings = settings.model_copy(update={"shadow": True})
     check_knowledge(settings)
-    run_server(settings, host, port)
+    run_server(settings, host, port, workers)
 
 
 def check_knowledge(settings: Settings) -> None:
@@ -237,9 +240,13 @@ def _register_subcommands() -> None:
     from bot.pack_cli import pack_app
 
     app.add_typer(pack_app, name="pack")
+    from bot.memory.cli import register as register_memory  # history sync, backtest
+
+    register_memory(app)
 
 
 _register_subcommands()
+register_service_commands(app)
 
 
 def main() -> None:

@@ -95,6 +95,9 @@ def render_comment(result: TriageResult, taxonomy: Taxonomy, axes: tuple[str, ..
     if result.missing_facts and not short:
         lines += ["", ASK_MISSING, *[f"- [ ] {taxonomy.fact(f).ask}" for f in result.missing_facts]]
     lines += _related_section(result.related)
+    if result.repo_labels:
+        lines += ["", "**Labels this repository uses for issues like this:** " + ", ".join(
+            f"`{escape_markdown(name, 40)}` ({percent(p)})" for name, p in result.repo_labels)]
     lines += _cases_section(result.neighbours, taxonomy, max_similar, similarity_floor)
     facts = result.environment.known()
     if facts and not short:

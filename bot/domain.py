@@ -104,6 +104,7 @@ class TriageResult(BaseModel):
     model_id: str
     fallback: str | None = None
     related: list[RelatedIssue] = Field(default_factory=list)  # this repository's own issues (service only)
+    repo_labels: list[tuple[str, float]] = Field(default_factory=list)  # the repository's own labels it suggests
     needs_details: bool = False  # too little text to triage: the comment asks for the facts instead
     missing_facts: list[str] = Field(default_factory=list)  # ids of facts to ask for (taxonomy `facts:`)
 
@@ -114,6 +115,7 @@ class TriageResult(BaseModel):
         """The stable line of the `predict` batch contract."""
         return {
             "id": self.issue_id,
-            "predictions": {axis: self.predictions[axis].model_dump() for axis in AXES},
+            "predictions": {axis: self.predictions[axis].model_dump(include={"label", "confidence", "top"})
+                            for axis in AXES},
             "neighbours": [{"id": n.id, "url": n.url, "score": round(n.score, 4)} for n in self.neighbours],
         }

@@ -49,13 +49,31 @@ class Settings(BaseSettings):
     database_url: str | None = None
     shadow: bool = False
     worker_poll_s: float = 0.5
-    max_attempts: int = 6
+    # A transient failure is retried with exponential backoff (half to full of base * 2**(n-1), capped);
+    # 12 attempts with these defaults wait at least 33 minutes in all, so an outage of 15 minutes is outlasted.
+    max_attempts: int = 12
     write_interval_s: float = 1.0  # at most one write per second per installation
-    retry_base_s: float = 2.0  # backoff of a failed job: base * 2**(attempt-1), capped, unless GitHub says when
+    retry_base_s: float = 5.0
     retry_max_s: float = 900.0
     max_body_bytes: int = 5 * 1024 * 1024  # issue payloads are a few KB; GitHub caps deliveries at 25 MB
-    # PostgreSQL may serve several replicas: a job 'running' this long is taken to be orphaned by a dead one.
-    stale_job_s: float = 600.0
+    # A claimed job's lease, renewed by its worker's heartbeat (every third of it); a job whose lease has
+    # run out (its worker died) is queued again, at start-up and by every worker's periodic sweep.
+    job_lease_s: float = 30.0
+    # How long the webhook waits for the database before answering 503 with Retry-After (GitHub waits 10 s).
+    ack_timeout_s: float = 3.0
+    # Bearer token for /metrics, /decisions and the OpenAPI pages (unset: open only in shadow mode on loopback).
+    ops_token: SecretStr | None = None
+    retention_days: float = 30.0  # finished jobs, their deliveries, and decisions older than this are deleted
+
+    # Repository memory (history sync, related issues, neighbour titles)
+    github_token: SecretStr | None = None  # `ddl-triage history sync` without App credentials
+    memory_related_floor: float = 0.80  # cosine; see README "Repository memory" for the measurement
+    memory_duplicate_floor: float = 0.93  # an open issue this close is called a possible duplicate
+    memory_related_max: int = 3
+    memory_sync_pages_per_job: int = 10  # a background sync job reads this many pages, then queues the rest
+    memory_page_interval_s: float = 0.5  # between pages of a history sync (the rate limit also paces it)
+    memory_title_ttl_s: float = 86400.0  # neighbour titles and states read from GitHub are cached this long
+    memory_max_rows: int = 500_000  # vectors held in memory across repositories before LRU eviction
 
     @field_validator("thresholds")
     @classmethod

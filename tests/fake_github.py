@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import random
 import threading
 import time
 import uuid
@@ -21,6 +22,7 @@ from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -40,6 +42,7 @@ REPO = "example-org/fastdist"  # the repository of the payloads in tests/payload
 COMMENTS = f"/repos/{REPO}/issues/42/comments"
 BOT_LOGIN = "ddl-triage[bot]"
 SECRET = "test-webhook-secret"
+OPS_TOKEN = "test-ops-token"
 FAST = ServiceOptions(shutdown_timeout_s=10.0)
 DROP = 0  # a "status" that closes the connection without an answer
 
@@ -73,6 +76,7 @@ class FakeRepo:
     labels: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
     permissions: dict[str, str] = field(default_factory=dict)
+    timelines: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 class FakeGitHub:
@@ -87,7 +91,12 @@ class FakeGitHub:
         self.comments: dict[int, dict[str, Any]] = {}
         self.requests: list[Recorded] = []
         self.tokens: dict[str, int] = {}
+        self.installations: dict[int, list[str]] = {}  # installation id -> its repositories (default: all)
         self._failures: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
+        self._outage: list[tuple[float, int, dict[str, str]]] = []  # (until, status, headers), in order
+        # The App's webhook deliveries (GET /app/hook/deliveries), newest first; a redelivery calls `redeliver`.
+        self.hook_deliveries: list[dict[str, Any]] = []
+        self.redeliver: Callable[[dict[str, Any]], None] = lambda delivery: None
         self._lock = threading.Lock()
         self._next_id = 1000
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -134,6 +143,61 @@ class FakeGitHub:
         """The next requests to `method path` get these answers (status, headers[, message]), not the real one."""
         self._failures.setdefault((method, path), []).extend(answers)
 
+    # --- outages (issue 9: the service under faults) -------------------------------------------------------
+
+    def outage(self, *phases: tuple[float, int, dict[str, str]]) -> None:
+        """From now on, every repository request gets each phase's answer for its seconds, in turn:
+        e.g. (3.0, 502, {}) then (1.0, 403, {"retry-after": "1"}); DROP closes the connection."""
+        at = time.monotonic()
+        with self._lock:
+            self._outage = []
+            for seconds, status, headers in phases:
+                at += seconds
+                self._outage.append((at, status, headers))
+
+    def _outage_answer(self, path: str) -> tuple[int, dict[str, str]] | None:
+        now = time.monotonic()
+        if not path.startswith("/repos/"):
+            return None
+        for until, status, headers in self._outage:
+            if now < until:
+                return status, headers
+        return None
+
+    # --- the App's webhook deliveries (issue 9: missed-delivery recovery) ---------------------------------
+
+    def add_hook_delivery(self, guid: str, status_code: int, payload: dict[str, Any], event: str = "issues",
+                          age_s: float = 60.0) -> dict[str, Any]:
+        """A delivery GitHub made to the App's webhook (`payload` is kept for its redelivery)."""
+        with self._lock:
+            self._next_id += 1
+            item = {"id": self._next_id, "guid": guid, "status_code": status_code,
+                    "status": "OK" if status_code < 300 else "Service Unavailable", "event": event,
+                    "action": payload.get("action"), "redelivery": False,
+                    "delivered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - age_s)),
+                    "_payload": payload}
+            self.hook_deliveries.insert(0, item)
+        return item
+
+    def work_requests(self) -> list[Recorded]:
+        """Requests made for some delivery's work: all but the recovery sweep's listing of deliveries."""
+        return [r for r in self.requests if not (r.method == "GET" and r.path == "/app/hook/deliveries")]
+
+    def _hook_deliveries_route(self, method: str, rest: list[str], auth: str) -> tuple[int, dict[str, str], Any]:
+        try:
+            jwt.decode(auth.removeprefix("Bearer "), self._public_key, algorithms=["RS256"])
+        except jwt.PyJWTError as exc:
+            return 401, {}, {"message": f"A JSON web token could not be decoded ({exc})"}
+        if method == "GET" and not rest:
+            return 200, {}, [_public(item) for item in self.hook_deliveries]
+        if method == "POST" and len(rest) == 2 and rest[1] == "attempts" and rest[0].isdigit():
+            [item] = [d for d in self.hook_deliveries if d["id"] == int(rest[0])] or [None]
+            if item is None:
+                return 404, {}, {"message": "Not Found"}
+            self.redeliver(item)
+            return 202, {}, {}
+        return 404, {}, {"message": "Not Found"}
+
     # --- inspecting ---------------------------------------------------------------------------------------
 
     def comments_on(self, repo: str, number: int) -> list[dict[str, Any]]:
@@ -158,7 +222,7 @@ class FakeGitHub:
         with self._lock:
             self.requests.append(Recorded(method, path, query, body, auth))
             queued = self._failures.get((method, path))
-            failure = queued.pop(0) if queued else None
+            failure = queued.pop(0) if queued else self._outage_answer(path)
         if failure is not None:
             status, headers, *message = failure
             default = ("Server Error" if status >= 500 else
@@ -167,11 +231,17 @@ class FakeGitHub:
         parts = path.strip("/").split("/")
         if parts[:2] == ["app", "installations"] and method == "POST":
             return self._access_token(int(parts[2]), auth)
+        if parts[:3] == ["app", "hook", "deliveries"]:
+            return self._hook_deliveries_route(method, parts[3:], auth)
+        if parts[0] == "repos" and parts[3:] == ["installation"] and method == "GET":
+            return self._repo_installation("/".join(parts[1:3]), auth)
         if not self._token_ok(auth):
             return 401, {}, {"message": "Bad credentials"}
+        if parts == ["installation", "repositories"]:
+            return self._installation_repositories(auth, query)
         if parts[0] != "repos" or len(parts) < 3 or "/".join(parts[1:3]) not in self.repos:
             return 404, {}, {"message": "Not Found"}
-        return self._repo_route(self.repos["/".join(parts[1:3])], method, parts[3:], body)
+        return self._repo_route(self.repos["/".join(parts[1:3])], method, parts[3:], body, query)
 
     def _access_token(self, installation_id: int, auth: str) -> tuple[int, dict[str, str], Any]:
         try:
@@ -190,9 +260,11 @@ class FakeGitHub:
         scheme, _, token = auth.partition(" ")
         return scheme.lower() in ("token", "bearer") and token in self.tokens
 
-    def _repo_route(self, repo: FakeRepo, method: str, rest: list[str], body: Any
+    def _repo_route(self, repo: FakeRepo, method: str, rest: list[str], body: Any, query: str = ""
                     ) -> tuple[int, dict[str, str], Any]:
         route = (method, *("{n}" if part.isdigit() else part for part in rest))
+        if route == ("GET", "issues"):
+            return self._list_issues(repo, query)
         if route == ("GET",):
             return 200, {}, {"id": 1, "name": repo.full_name.split("/")[1], "full_name": repo.full_name,
                              "url": f"{self.base_url}/repos/{repo.full_name}", "default_branch": "main"}
@@ -222,6 +294,8 @@ class FakeGitHub:
             return 200, {}, issue
         if (method, *rest) == ("GET", "comments"):
             return 200, {}, [_public(c) for c in self.comments_on(repo.full_name, number)]
+        if (method, *rest) == ("GET", "timeline"):
+            return 200, {}, repo.timelines.get(number, [])
         if (method, *rest) == ("POST", "comments"):
             comment_id = self.add_comment(repo.full_name, number, body["body"], BOT_LOGIN, "Bot", via_app=self.app_id)
             return 201, {}, _public(self.comments[comment_id])
@@ -255,6 +329,133 @@ class FakeGitHub:
                 "html_url": f"https://github.com/{repo}/issues/{number}#issuecomment-{comment_id}",
                 "issue_url": f"{self.base_url}/repos/{repo}/issues/{number}",
                 "created_at": "2024-05-01T12:00:00Z", "updated_at": "2024-05-01T12:00:00Z"}
+
+
+    # --- the repository memory: issue listing, timelines, installation repositories, seeding ----------------
+
+    def _list_issues(self, repo: FakeRepo, query: str) -> tuple[int, dict[str, str], Any]:
+        """GET /repos/O/R/issues: state, since, sort=created, direction, page and per_page, with a Link header."""
+        params = dict(parse_qsl(query))
+        state = params.get("state", "open")
+        issues = sorted(repo.issues.values(), key=lambda i: (i.get("created_at") or "", i["number"]),
+                        reverse=params.get("direction", "desc") == "desc")
+        issues = [i for i in issues if state == "all" or i.get("state", "open") == state]
+        if "since" in params:
+            since = params["since"].replace("+00:00", "Z")
+            issues = [i for i in issues if (i.get("updated_at") or "") >= since]
+        per_page = min(100, int(params.get("per_page", 30)))
+        page = int(params.get("page", 1))
+        chunk = issues[(page - 1) * per_page: page * per_page]
+        return 200, _link_header(f"{self.base_url}/repos/{repo.full_name}/issues", params, page,
+                                 -(-len(issues) // per_page)), chunk
+
+    def _repo_installation(self, full_name: str, auth: str) -> tuple[int, dict[str, str], Any]:
+        """GET /repos/O/R/installation, as the App (JWT): the installation that holds the repository."""
+        try:
+            jwt.decode(auth.removeprefix("Bearer "), self._public_key, algorithms=["RS256"])
+        except jwt.PyJWTError as exc:
+            return 401, {}, {"message": f"A JSON web token could not be decoded ({exc})"}
+        if full_name not in self.repos:
+            return 404, {}, {"message": "Not Found"}
+        found = [i for i, names in self.installations.items() if full_name in names]
+        return 200, {}, {"id": found[0] if found else 1, "app_id": self.app_id,
+                         "account": {"login": full_name.split("/")[0]}}
+
+    def _installation_repositories(self, auth: str, query: str) -> tuple[int, dict[str, str], Any]:
+        installation = self.tokens[auth.partition(" ")[2]]
+        names = self.installations.get(installation, sorted(self.repos))
+        params = dict(parse_qsl(query))
+        per_page, page = min(100, int(params.get("per_page", 30))), int(params.get("page", 1))
+        chunk = names[(page - 1) * per_page: page * per_page]
+        repos = [{"id": abs(hash(n)) % 10**6, "name": n.split("/")[1], "full_name": n,
+                  "url": f"{self.base_url}/repos/{n}"} for n in chunk]
+        return 200, _link_header(f"{self.base_url}/installation/repositories", params, page,
+                                 -(-len(names) // per_page)), {"total_count": len(names), "repositories": repos}
+
+    def seed_issues(self, full_name: str, count: int, start: int = 1, seed: int = 0,
+                    area_labels: bool = False) -> list[dict[str, Any]]:
+        """`count` made-up issues and pull requests, oldest first; some closed as completed (with the pull
+        request that fixed them in the timeline), not planned, or as a duplicate of an earlier issue.
+        Labels are one of the repository's at random, or with `area_labels` "area-<first word of the title>"
+        (labels that follow the text, as maintainers' area labels do)."""
+        rng = random.Random(seed)
+        repo = self.repos[full_name]
+        made = []
+        for number in range(start, start + count):
+            created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(1_600_000_000 + number * 3600))
+            kind = rng.random()
+            title, body = synthetic_issue(rng)
+            issue: dict[str, Any] = {
+                "number": number, "title": title, "body": body, "state": "open", "state_reason": None,
+                "labels": [self._label(repo, n) for n in ([area_label(title)] if area_labels else
+                                                          rng.sample(repo.labels, min(len(repo.labels), 1)))],
+                "created_at": created, "updated_at": created, "closed_at": None,
+                "html_url": f"https://github.com/{full_name}/issues/{number}",
+                "user": {"login": "reporter", "id": 7, "type": "User"}}
+            if kind < 0.1:
+                issue["pull_request"] = {"url": f"{self.base_url}/repos/{full_name}/pulls/{number}",
+                                         "merged_at": created}
+            elif kind < 0.55 and number > start:
+                reason = rng.choice(["completed", "not_planned", "duplicate"])
+                self.close_issue(full_name, issue, reason, fixed_by=number + 10_000 if reason == "completed" else None,
+                                 duplicate_of=rng.randrange(start, number))
+            self.put_issue(full_name, issue)
+            made.append(issue)
+        return made
+
+    def put_issue(self, full_name: str, issue: dict[str, Any]) -> dict[str, Any]:
+        repo = self.repos[full_name]
+        issue["url"] = f"{self.base_url}/repos/{full_name}/issues/{issue['number']}"
+        issue["comments_url"] = issue["url"] + "/comments"
+        issue.setdefault("labels", [])
+        repo.issues[issue["number"]] = issue
+        return issue
+
+    def close_issue(self, full_name: str, issue: dict[str, Any], reason: str, fixed_by: int | None = None,
+                    duplicate_of: int | None = None) -> None:
+        """Close an issue as GitHub would, with the timeline events that say how."""
+        issue.update(state="closed", state_reason=reason, closed_at=issue.get("created_at"))
+        events: list[dict[str, Any]] = []
+        if fixed_by is not None:
+            events.append({"event": "cross-referenced", "source": {"type": "issue", "issue": {
+                "number": fixed_by, "title": "fix", "state": "closed",
+                "pull_request": {"merged_at": issue["closed_at"]}, "repository": {"full_name": full_name}}}})
+        if reason == "duplicate" and duplicate_of is not None:
+            events.append({"event": "marked_as_duplicate", "source": {"type": "issue", "issue": {
+                "number": duplicate_of}}})
+        events.append({"event": "closed", "commit_id": None, "state_reason": reason})
+        self.repos[full_name].timelines[issue["number"]] = events
+
+
+SUBJECTS = ["NCCL all_reduce", "ZeRO stage 3 checkpoint", "FSDP wrap policy", "pipeline parallel schedule",
+            "tensor parallel linear", "gradient accumulation", "fp16 loss scaler", "activation checkpointing",
+            "dataloader workers", "elastic launcher", "CUDA graph capture", "optimizer offload"]
+PROBLEMS = ["hangs after a few steps", "runs out of GPU memory", "raises a shape mismatch",
+            "fails to build with the CUDA extension", "gives NaN loss", "is slower than expected",
+            "crashes with a segmentation fault", "loads the wrong weights", "times out on multiple nodes"]
+CONTEXT = ["on 8 A100 GPUs", "with torch 2.1 and CUDA 12.1", "on two nodes over InfiniBand",
+           "with bf16 enabled", "after upgrading to the latest release", "only when resuming from a checkpoint"]
+
+
+def synthetic_issue(rng: random.Random) -> tuple[str, str]:
+    """A made-up issue title and body (no real issue text is ever copied into the repository)."""
+    subject, problem, context = rng.choice(SUBJECTS), rng.choice(PROBLEMS), rng.choice(CONTEXT)
+    title = f"{subject} {problem} {context}"
+    body = (f"When I use {subject} my job {problem} {context}. Steps: launch with the usual script, wait "
+            f"{rng.randint(1, 500)} steps. Expected training to continue. Seed {rng.randint(0, 10**6)}.")
+    return title, body
+
+
+def area_label(title: str) -> str:
+    return f"area-{title.split()[0].lower()}"
+
+
+def _link_header(url: str, params: dict[str, str], page: int, last: int) -> dict[str, str]:
+    """GitHub's Link header (next and last) for page `page` of `last`."""
+    if page >= last:
+        return {}
+    links = [(page + 1, "next"), (last, "last")]
+    return {"Link": ", ".join(f'<{url}?{urlencode(params | {"page": str(n)})}>; rel="{rel}"' for n, rel in links)}
 
 
 def _public(comment: dict[str, Any]) -> dict[str, Any]:
@@ -309,14 +510,18 @@ def app_settings_for(settings: Settings, github: FakeGitHub, db_dir: Path, **ove
         "webhook_secret": SecretStr(SECRET), "github_app_id": github.app_id,
         "github_private_key": SecretStr(github.private_key), "github_api_url": github.base_url,
         "database_url": f"sqlite:///{db_dir / 'service.sqlite3'}", "worker_poll_s": 0.02,
-        "write_interval_s": 0.0, "max_attempts": 4, "retry_base_s": 0.05, "retry_max_s": 2.0}
+        "write_interval_s": 0.0, "max_attempts": 4, "retry_base_s": 0.05, "retry_max_s": 2.0,
+        "job_lease_s": 1.0, "ops_token": SecretStr(OPS_TOKEN)}
     return settings.model_copy(update=update | overrides)
 
 
 @contextmanager
-def running_service(settings: Settings, engine: Engine | None, **options: Any) -> Iterator[TestClient]:
-    """The real app (lifespan, worker and all) with the session's engine injected."""
-    with TestClient(create_app(settings, engine=engine, options=replace(FAST, **options))) as client:
+def running_service(settings: Settings, engine: Engine | None, client: tuple[str, int] = ("127.0.0.1", 50000),
+                    **options: Any) -> Iterator[TestClient]:
+    """The real app (lifespan, worker and all) with the session's engine injected; requests come from
+    `client` (loopback by default) with the ops bearer token of `app_settings_for`."""
+    with TestClient(create_app(settings, engine=engine, options=replace(FAST, **options)), client=client,
+                    headers={"Authorization": f"Bearer {OPS_TOKEN}"}) as client:
         yield client
 
 

@@ -110,3 +110,9 @@ def test_related_issues_of_the_repository_come_first_with_how_they_ended(taxonom
     assert "#42 Same hang (fixed by #43; labels `bug`" in comment
     assert "#50 (open; similarity 0.97) **possible duplicate**" in comment
     assert "closed as duplicate of #42" in comment and "closed as not planned" in comment
+
+
+def test_the_repositorys_own_label_suggestions_are_shown_with_their_confidence(taxonomy: Taxonomy) -> None:
+    comment = render_comment(_result(repo_labels=[("area: zero", 0.87), ("bug", 1.0)]), taxonomy)
+    assert "**Labels this repository uses for issues like this:** `area: zero` (87%), `bug` (99%)" in comment
+    assert "Labels this repository" not in render_comment(_result(), taxonomy)

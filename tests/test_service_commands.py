@@ -121,3 +121,13 @@ def test_plain_comments_and_bot_comments_make_no_job(client: TestClient, github:
 def test_issue_web_addresses_follow_the_api_host() -> None:
     assert issue_html_url("https://api.github.com", "o/r", 7) == "https://github.com/o/r/issues/7"
     assert issue_html_url("https://ghe.example.com/api/v3/", "o/r", 7) == "https://ghe.example.com/o/r/issues/7"
+
+
+def test_corrections_are_ignored_where_the_repository_disabled_the_bot(
+        client: TestClient, github: FakeGitHub) -> None:
+    github.repos[REPO].files[".github/ddl-triage.yml"] = "enabled: false\n"
+    writes = len(github.writes())
+    deliver(client, command(github, "/triage symptom=out_of_memory"), event="issue_comment")
+    assert wait_idle(client) == {"done": 2}
+    assert state_of(client).store.feedback_cases() == []
+    assert len(github.writes()) == writes

@@ -99,7 +99,8 @@ def test_worker_killed_before_the_comment_is_written_ends_in_one_comment_after_r
     payload = issue_payload(github)
     with running_service(app_settings, engine, run_worker=False) as client:
         assert deliver(client, payload).status_code == 202
-        claimed = state_of(client).store.claim_job()  # a worker took it, then the process died
+        # a worker took it, then the process died
+        claimed = state_of(client).store.claim_job(lease_s=app_settings.job_lease_s)
         assert claimed is not None and claimed.status == "running"
     assert github.writes() == []
     with running_service(app_settings, engine) as client:
@@ -113,7 +114,7 @@ def test_worker_killed_after_the_comment_is_written_posts_no_second_one_after_re
     with running_service(app_settings, engine, run_worker=False) as client:
         deliver(client, payload)
         state = state_of(client)
-        job = state.store.claim_job()
+        job = state.store.claim_job(lease_s=app_settings.job_lease_s)
         assert job is not None
         execute_job(state, job)  # the comment is written; the process dies before the job is marked done
         assert state.store.job(job.id).status == "running"

@@ -191,3 +191,43 @@ def test_logs_carry_the_delivery_id_and_never_a_secret(
     text = stream.getvalue()
     secrets = [SECRET, *github.tokens, github.private_key.splitlines()[1]]
     assert not [s for s in secrets if s in text]
+
+
+def test_ops_pages_need_the_bearer_token(app_settings: Settings, engine: Engine) -> None:
+    with running_service(app_settings, engine) as client:
+        for path in ("/metrics", "/decisions", "/openapi.json", "/docs"):
+            assert client.get(path).status_code == 200, path
+            refused = client.get(path, headers={"Authorization": "Bearer wrong"})
+            assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer", path
+        assert client.get("/healthz/live").status_code == 200
+        assert client.get("/healthz/ready", headers={"Authorization": ""}).status_code == 200
+
+
+def test_without_a_token_ops_pages_are_open_only_in_shadow_mode_on_loopback(
+        app_settings: Settings, engine: Engine) -> None:
+    no_token = app_settings.model_copy(update={"ops_token": None})
+    with running_service(no_token, engine) as client:
+        assert client.get("/decisions").status_code == 401, "not in shadow mode"
+    shadow = no_token.model_copy(update={"shadow": True})
+    with running_service(shadow, engine) as client:
+        assert client.get("/decisions").status_code == 200
+    with running_service(shadow, engine, client=("203.0.113.9", 40000)) as client:
+        assert client.get("/decisions").status_code == 401, "not on loopback"
+
+
+def test_ready_is_503_while_the_database_cannot_answer(app_settings: Settings, engine: Engine) -> None:
+    import sqlite3
+
+    settings = app_settings.model_copy(update={"ack_timeout_s": 0.3})
+    with running_service(settings, engine) as client:
+        assert client.get("/healthz/ready").status_code == 200
+        path = settings.sqlite_url.removeprefix("sqlite:///")
+        locker = sqlite3.connect(path, isolation_level=None)
+        locker.execute("BEGIN EXCLUSIVE")
+        try:
+            answer = client.get("/healthz/ready")
+        finally:
+            locker.execute("ROLLBACK")
+            locker.close()
+        assert answer.status_code == 503 and answer.json()["database"] == "unreachable"
+        assert client.get("/healthz/live").status_code == 200

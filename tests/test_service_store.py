@@ -103,7 +103,7 @@ def test_claiming_is_atomic_across_connections(store: Store, url: str) -> None:
         while (job := mine.claim_job()) is not None:
             with lock:
                 claimed.append(job.id)
-            mine.finish_job(job.id)
+            mine.finish_job(job.id, job.lease_token)
         mine.close()
 
     threads = [threading.Thread(target=drain) for _ in range(6)]
@@ -124,19 +124,20 @@ def test_one_issue_never_has_two_jobs_running(store: Store) -> None:
     assert store.claim_job() is None
     with pytest.raises(Exception, match=r"(?i)unique"), store._tx() as run:
         run("UPDATE jobs SET status = 'running' WHERE delivery_id = 'edited'")
-    store.finish_job(first.id)
+    store.finish_job(first.id, first.lease_token)
     second = store.claim_job()
     assert second is not None and second.delivery_id == "edited"
 
 
-def test_jobs_left_running_are_queued_again_at_start_up(store: Store, url: str) -> None:
+def test_jobs_left_running_are_queued_again_once_their_lease_is_gone(store: Store, url: str) -> None:
     _record(store, "d-1")
-    job = store.claim_job()
+    job = store.claim_job(lease_s=30)
     assert job is not None and job.attempts == 1
     restarted = Store(url)
-    assert restarted.requeue_running(stale_after_s=600) == 0, "another replica may still be running it"
-    assert restarted.requeue_running() == 1
-    again = restarted.claim_job()
+    assert restarted.requeue_running() == 0, "the lease still runs: another replica may be running it"
+    later = time.time() + 31
+    assert restarted.requeue_running(now=later) == 1
+    again = restarted.claim_job(now=later)
     assert again is not None and again.id == job.id and again.attempts == 2
     restarted.close()
 
@@ -145,7 +146,7 @@ def test_a_retry_waits_until_it_is_due(store: Store) -> None:
     _record(store, "d-1")
     job = store.claim_job()
     assert job is not None
-    store.retry_job(job.id, "GitHub answered 502", 60.0)
+    store.retry_job(job.id, job.lease_token, "GitHub answered 502", 60.0)
     assert store.claim_job() is None
     due = store.claim_job(now=time.time() + 61)
     assert due is not None and due.last_error == "GitHub answered 502"
@@ -155,7 +156,7 @@ def test_a_failed_job_keeps_its_error_and_a_redelivery_queues_it_again(store: St
     _record(store, "d-1")
     job = store.claim_job()
     assert job is not None
-    store.fail_job(job.id, "GitHub answered 500 (after 6 attempts)")
+    store.fail_job(job.id, job.lease_token, "GitHub answered 500 (after 6 attempts)")
     kept = store.job(job.id)
     assert kept.status == "failed" and "after 6 attempts" in (kept.last_error or "")
     assert _record(store, "d-1") == (False, job.id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import time
 from collections.abc import Iterator
@@ -98,7 +99,7 @@ def test_bad_or_missing_signature_gets_401_and_no_work(
         assert tampered.status_code == 401
         time.sleep(0.1)
         assert state_of(client).store.job_counts() == {}
-    assert github.requests == []
+    assert github.work_requests() == []
 
 
 def test_bot_issue_and_pull_request_get_nothing(app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
@@ -113,7 +114,7 @@ def test_bot_issue_and_pull_request_get_nothing(app_settings: Settings, engine: 
             assert response.status_code == 202 and response.json()["status"] == "ignored"
         time.sleep(0.1)
         assert state_of(client).store.job_counts() == {}
-    assert github.requests == []
+    assert github.work_requests() == []
 
 
 def test_ping_and_events_the_bot_does_not_handle_get_a_2xx_and_no_work(
@@ -125,7 +126,7 @@ def test_ping_and_events_the_bot_does_not_handle_get_a_2xx_and_no_work(
         assert (labeled.status_code, labeled.json()["status"]) == (202, "ignored")
         assert (push.status_code, push.json()["status"]) == (202, "ignored")
         assert state_of(client).store.job_counts() == {}
-    assert github.requests == []
+    assert github.work_requests() == []
 
 
 def test_bad_deliveries_get_a_clear_4xx_and_the_ones_around_them_are_processed(
@@ -179,3 +180,50 @@ def test_another_apps_comment_that_quotes_the_marker_is_left_alone(
     assert len(github.bot_comments(REPO, 42)) == 1
     assert github.comments[other]["body"].endswith("ci report")
     assert not any(r.method == "PATCH" for r in github.requests)
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    (b"[" * 100_000 + b"]" * 100_000, "nests"),
+    (b'{"action": "opened", "n": ' + b"9" * 5000 + b"}", "not JSON"),
+])
+def test_signed_but_unparseable_bodies_are_400_with_a_reason(
+        app_settings: Settings, engine: Engine, github: FakeGitHub, body: bytes, reason: str) -> None:
+    with running_service(app_settings, engine, run_worker=False) as client:
+        answer = deliver(client, body)
+        assert answer.status_code == 400 and reason in answer.json()["error"]
+        assert state_of(client).store.job_counts() == {}
+
+
+@pytest.mark.parametrize(("field", "value", "reason"), [
+    ("title", "\ud800 broken", "issue.title"),
+    ("body", "text \udfff", "issue.body"),
+    ("number", 2**70, "issue.number"),
+])
+def test_signed_payloads_that_can_never_succeed_are_400_at_once(
+        app_settings: Settings, engine: Engine, github: FakeGitHub, field: str, value: object, reason: str) -> None:
+    payload = opened(github)
+    payload["issue"][field] = value
+    with running_service(app_settings, engine, run_worker=False) as client:
+        answer = deliver(client, json.dumps(payload).encode())  # json escapes the lone surrogate as \\ud800
+        assert answer.status_code == 400 and reason in answer.json()["error"]
+        assert state_of(client).store.job_counts() == {}
+
+
+def test_a_lone_surrogate_in_the_repository_name_is_400(app_settings: Settings, engine: Engine,
+                                                        github: FakeGitHub) -> None:
+    payload = opened(github)
+    payload["repository"]["full_name"] = "example-org/\ud800"
+    with running_service(app_settings, engine, run_worker=False) as client:
+        answer = deliver(client, json.dumps(payload).encode())
+        assert answer.status_code == 400 and "repository.full_name" in answer.json()["error"]
+
+
+def test_made_up_event_names_do_not_grow_the_metrics(app_settings: Settings, engine: Engine,
+                                                     github: FakeGitHub) -> None:
+    with running_service(app_settings, engine, run_worker=False) as client:
+        for i in range(200):
+            body, headers = signed_delivery({"zen": "x"}, f"made-up-{i}", secret=None)
+            assert client.post("/webhook", content=body, headers=headers).status_code == 401
+        text = client.get("/metrics").text
+    assert "made-up" not in text
+    assert 'ddl_triage_deliveries_total{event="other",outcome="bad_signature"} 200.0' in text

@@ -59,6 +59,8 @@ def handle_comment(ctx: JobContext, event: WebhookEvent) -> str:
     if (command.corrections or command.unparsed) and not corrections:
         return "invalid command"
     if corrections:
+        if not ctx.repo_config(event.repo).enabled:  # the repository turned the bot off: learn nothing there
+            return "disabled by the repository's config"
         record_corrections(ctx.state.store, ctx.delivery_id, event, author, corrections)
         learn_corrections(ctx.engine, ctx.state.store, ctx.state.settings.github_api_url)
     return triage_issue(ctx, event)

@@ -26,6 +26,15 @@ class PayloadTooLarge(DeliveryRejected):
     outcome = "too_large"
 
 
+class StoreBusy(DeliveryRejected):
+    """The database did not take the delivery in time: 503 with Retry-After; GitHub records a failed
+    delivery, which the missed-delivery sweep asks GitHub to send again."""
+
+    status = 503
+    outcome = "unavailable"
+    retry_after_s = 60
+
+
 class MalformedPayload(DeliveryRejected):
     """The body is not a JSON object, or a required header is missing."""
 

@@ -72,6 +72,7 @@ class Job(BaseModel):
     attempts: int
     last_error: str | None = None
     received_at: float
+    lease_token: str | None = None  # the claim this copy was taken under; outcome writes need it
 
 
 class Decision(BaseModel):
@@ -88,5 +89,7 @@ class Decision(BaseModel):
     labels_added: list[str] = []
     predictions: dict[str, dict[str, object]]
     neighbours: list[dict[str, object]]
+    related: list[dict[str, object]] = []  # issues of the same repository, from its memory
+    repo_labels: list[tuple[str, float]] = []  # the repository's own labels its label model suggests
     comment: str
     created_at: float = 0.0

@@ -7,17 +7,20 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 import requests
 from github import Auth, Github, GithubException, GithubIntegration
+from github.GithubObject import NotSet
 from github.IssueComment import IssueComment
 
 from bot.comment import has_marker
 from bot.domain import Issue
 from bot.service.credentials import AppCredentials
 from bot.service.errors import (
+    MalformedPayload,
     NotFound,
     PayloadFieldError,
     PermanentGitHubError,
@@ -32,6 +35,8 @@ TOKEN_MARGIN_S = 300.0  # renew an installation token five minutes before GitHub
 DEFAULT_RATE_LIMIT_WAIT_S = 60.0
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 TIMEOUT_S = 15
+MAX_CACHED_INSTALLATIONS = 1024
+MAX_ID = 2**53  # ids and numbers beyond this are no GitHub's (and would overflow the database's integers)
 
 
 
@@ -55,6 +60,8 @@ def payload_action(payload: dict[str, Any]) -> str:
 
 def parse_event(event: str, payload: dict[str, Any]) -> WebhookEvent:
     """An `issues` or `issue_comment` payload as a domain event; a missing field raises PayloadFieldError."""
+    if event in INSTALLATION_EVENTS:
+        return _installation_event(event, payload)
     issue = _get(payload, "issue", dict)
     sender = _get(payload, "sender", dict)
     repo = _get(payload, "repository.full_name", str)
@@ -70,6 +77,18 @@ def parse_event(event: str, payload: dict[str, Any]) -> WebhookEvent:
         comment=_comment(payload) if event == "issue_comment" else None)
 
 
+INSTALLATION_EVENTS = frozenset({"installation", "installation_repositories"})
+
+
+def _installation_event(event: str, payload: dict[str, Any]) -> WebhookEvent:
+    """An installation's delivery: one job per installation (its key), the repositories stay in the payload."""
+    installation = _get(payload, "installation.id", int)
+    sender = _get(payload, "sender", dict)
+    return WebhookEvent(event=event, action=payload_action(payload), repo=f"installation/{installation}",
+                        number=0, installation_id=installation, sender=_get(payload, "sender.login", str),
+                        sender_is_bot=sender.get("type") == "Bot", issue=Issue(id=f"installation/{installation}"))
+
+
 def _get(payload: dict[str, Any], path: str, kind: type) -> Any:
     value: Any = payload
     for part in path.split("."):
@@ -78,6 +97,20 @@ def _get(payload: dict[str, Any], path: str, kind: type) -> Any:
         value = value[part]
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise PayloadFieldError(path, f"is not a {kind.__name__}")
+    if isinstance(value, int) and not 0 <= value < MAX_ID:
+        raise MalformedPayload(f"payload field {path!r} is out of range ({str(value)[:30]}...)")
+    if isinstance(value, str):
+        _check_text(value, path)
+    return value
+
+
+def _check_text(value: str, path: str) -> str:
+    """Text that can be stored and sent on: a lone surrogate (valid JSON, invalid Unicode) is refused."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MalformedPayload(f"payload field {path!r} is not valid Unicode (a lone surrogate at "
+                               f"{exc.start})") from None
     return value
 
 
@@ -85,13 +118,15 @@ def _issue(issue: dict[str, Any], repo: str, number: int) -> Issue:
     title = issue.get("title")
     if not isinstance(title, str):
         raise PayloadFieldError("issue.title")
-    return Issue(id=f"{repo}#{number}", title=title, body=str(issue.get("body") or ""), repo=repo,
+    body = _check_text(str(issue.get("body") or ""), "issue.body")
+    return Issue(id=f"{repo}#{number}", title=_check_text(title, "issue.title"), body=body, repo=repo,
                  number=number, url=issue.get("html_url"))
 
 
 def _comment(payload: dict[str, Any]) -> Comment:
     user = _get(payload, "comment.user", dict)
-    return Comment(id=_get(payload, "comment.id", int), body=str(payload["comment"].get("body") or ""),
+    body = _check_text(str(payload["comment"].get("body") or ""), "comment.body")
+    return Comment(id=_get(payload, "comment.id", int), body=body,
                    author=_get(payload, "comment.user.login", str), author_is_bot=user.get("type") == "Bot",
                    author_association=payload["comment"].get("author_association"))
 
@@ -175,6 +210,12 @@ class GitHubApp:
         self._lock = threading.Lock()
         self._clients: dict[int, tuple[float, InstallationClient]] = {}
         self._last_write: dict[int, float] = {}
+        self._reserve: Callable[[int, float], float] | None = None
+
+    def pace_with(self, reserve: Callable[[int, float], float]) -> None:
+        """Book writes with `reserve(installation, interval)` -> the time to write at (a booking in the shared
+        database, so that every replica's writes to one installation are paced together)."""
+        self._reserve = reserve
 
     def installation(self, installation_id: int) -> InstallationClient:
         """A client acting as one installation (a token is fetched only when none is cached)."""
@@ -189,14 +230,25 @@ class GitHubApp:
                                     lambda: self._pace_write(installation_id), self.app_id)
         with self._lock:
             self._clients[installation_id] = (grant.expires_at.timestamp(), client)
+            while len(self._clients) > MAX_CACHED_INSTALLATIONS:  # bounded: the oldest token goes first
+                del self._clients[min(self._clients, key=lambda key: self._clients[key][0])]
         return client
 
     def _pace_write(self, installation_id: int) -> None:
         """At most one write per `write_interval_s` per installation (GitHub's guidance for bots)."""
+        if self._write_interval_s <= 0:
+            return
+        if self._reserve is not None:
+            wait = self._reserve(installation_id, self._write_interval_s) - time.time()
+            if wait > 0:
+                time.sleep(wait)
+            return
         with self._lock:
             now = time.monotonic()
             due = self._last_write.get(installation_id, 0.0) + self._write_interval_s
             self._last_write[installation_id] = max(now, due)
+            if len(self._last_write) > MAX_CACHED_INSTALLATIONS:  # bounded: forget bookings already past
+                self._last_write = {k: v for k, v in self._last_write.items() if v > now}
         if due > now:
             time.sleep(due - now)
 
@@ -286,3 +338,82 @@ class InstallationClient:
                 return self._gh.get_repo(repo).get_collaborator_permission(user) in WRITE_PERMISSIONS
         except NotFound:
             return False
+
+    # --- the repository memory's reads (history sync, live updates, installation repositories) -------------
+
+    def list_issues_page(self, repo: str, page: int, per_page: int = 100, since: datetime | None = None
+                         ) -> list[dict[str, Any]]:
+        """One page (1-based) of the repository's issues and pull requests, all states, oldest first."""
+        self._gh.per_page = per_page
+        with github_errors(f"list issues of {repo}, page {page}"):
+            listing = self._gh.get_repo(repo).get_issues(state="all", sort="created", direction="asc",
+                                                         since=since if since else NotSet)
+            return [issue.raw_data for issue in listing.get_page(page - 1)]
+
+    def closing_reference(self, repo: str, number: int) -> tuple[str | None, int | None]:
+        """What closed an issue according to its timeline: ("#PR" or a commit sha, duplicate-of number)."""
+        closed_by: str | None = None
+        duplicate_of: int | None = None
+        with github_errors(f"timeline of {repo}#{number}"):
+            for event in self._gh.get_repo(repo).get_issue(number).get_timeline():
+                data = event.raw_data
+                source = (data.get("source") or {}).get("issue") or {}
+                if data.get("event") == "cross-referenced" and source.get("pull_request"):
+                    merged = (source["pull_request"] or {}).get("merged_at")
+                    same_repo = (source.get("repository") or {}).get("full_name", repo) == repo
+                    if merged and same_repo:
+                        closed_by = f"#{source['number']}"
+                elif data.get("event") == "closed" and data.get("commit_id") and closed_by is None:
+                    closed_by = str(data["commit_id"])[:12]
+                elif data.get("event") == "marked_as_duplicate" and isinstance(source.get("number"), int):
+                    duplicate_of = int(source["number"])
+        return closed_by, duplicate_of
+
+    def installation_repositories(self) -> list[str]:
+        """The full names of every repository this installation may access (paginated by Link headers)."""
+        from github.PaginatedList import PaginatedList
+        from github.Repository import Repository
+
+        with github_errors("installation repositories"):
+            listing = PaginatedList(Repository, self._gh.requester, "/installation/repositories", None,
+                                    list_item="repositories")
+            return [repo.full_name for repo in listing]
+
+    def pace_reads(self, reserve: int = 100) -> float:
+        """Seconds to wait before the next read so that `reserve` requests of the hour stay for triage."""
+        remaining, _limit = self._gh.requester.rate_limiting  # from the last answer's headers; no request
+        if remaining < 0 or remaining > reserve:
+            return 0.0
+        return max(0.0, self._gh.requester.rate_limiting_resettime - time.time()) + 1.0
+
+
+# --- the App's webhook deliveries (issue 9: missed-delivery recovery) ----------------------------------------
+
+
+def hook_deliveries(app: GitHubApp, max_pages: int = 10) -> list[dict[str, Any]]:
+    """The App's recent webhook deliveries, newest first (`GET /app/hook/deliveries`, as the App's JWT)."""
+    requester = app._integration.requester
+    url: str | None = "/app/hook/deliveries?per_page=100"
+    found: list[dict[str, Any]] = []
+    for _ in range(max_pages):
+        if url is None:
+            break
+        with github_errors("list the App's webhook deliveries"):
+            headers, data = requester.requestJsonAndCheck("GET", url)
+        found += [item for item in data if isinstance(item, dict)] if isinstance(data, list) else []
+        url = _next_link(headers.get("link", ""))
+    return found
+
+
+def redeliver(app: GitHubApp, delivery_id: int) -> None:
+    """Ask GitHub to send one delivery again (`POST /app/hook/deliveries/{id}/attempts`)."""
+    with github_errors(f"redeliver webhook delivery {delivery_id}"):
+        app._integration.requester.requestJsonAndCheck("POST", f"/app/hook/deliveries/{delivery_id}/attempts")
+
+
+def _next_link(link: str) -> str | None:
+    for part in link.split(","):
+        target, _, rel = part.partition(";")
+        if 'rel="next"' in rel:
+            return target.strip().strip("<>")
+    return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from bot.memory import events as memory_events
 from bot.service import commands, triage_job
 from bot.service.errors import PermanentGitHubError
 from bot.service.events import Job
@@ -11,7 +12,7 @@ from bot.service.github import parse_event
 from bot.service.router import JobContext, Router
 from bot.service.state import ServiceState
 
-ROUTER = Router(triage_job.router, commands.router)
+ROUTER = Router(triage_job.router, commands.router, memory_events.router)
 
 
 def execute_job(state: ServiceState, job: Job, router: Router = ROUTER) -> str:

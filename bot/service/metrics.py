@@ -5,6 +5,14 @@ from __future__ import annotations
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+# Label values come from these fixed sets only: a header is never a label (unsigned junk cannot grow /metrics).
+KNOWN_EVENTS = frozenset({"issues", "issue_comment", "ping", "installation", "installation_repositories"})
+
+
+def event_label(name: str | None) -> str:
+    return name if name in KNOWN_EVENTS else "other"
+
+
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from bot.engine import Engine, build_engine
+from bot.memory.service import Memory
 from bot.service.github import GitHubApp
 from bot.service.metrics import Metrics
 from bot.service.store import Store
@@ -64,6 +66,28 @@ class ServiceState:
     github: GitHubApp | None
     wake_worker: threading.Event = field(default_factory=threading.Event)
     worker_alive: Callable[[], bool] = lambda: False
+    # The webhook's own connection, with a short busy timeout, so the ack never queues behind a worker's write.
+    intake: Store | None = None
+    # On PostgreSQL more connections for the webhook, so that inserts overlap (SQLite serialises writers).
+    intake_extra: list[Store] = field(default_factory=list)
+    _intake_free: queue.SimpleQueue[Store] = field(default_factory=queue.SimpleQueue)
+
+    def __post_init__(self) -> None:
+        for store in [self.intake, *self.intake_extra]:
+            if store is not None:
+                self._intake_free.put(store)
+
+    def take_intake(self) -> Store:
+        """A free intake connection (the main store when there is none); hand it back with `give_intake`."""
+        try:
+            return self._intake_free.get_nowait() if self.intake is not None else self.store
+        except queue.Empty:
+            return self._intake_free.get(timeout=self.settings.ack_timeout_s)
+
+    def give_intake(self, store: Store) -> None:
+        if store is not self.store:
+            self._intake_free.put(store)
+    memory: Memory | None = None  # the repository memory (its own tables in the same database)
 
     @property
     def shadow(self) -> bool:

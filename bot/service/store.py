@@ -5,12 +5,13 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bot.errors import ConfigError
+from bot.errors import ConfigError, TriageError
 from bot.service.events import Decision, Job
 
 SCHEMA = """
@@ -21,7 +22,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     id {serial} PRIMARY KEY, delivery_id TEXT NOT NULL UNIQUE REFERENCES deliveries(id),
     event TEXT NOT NULL, action TEXT NOT NULL, issue_key TEXT NOT NULL, status TEXT NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT, next_attempt_at DOUBLE PRECISION NOT NULL,
-    received_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL);
+    received_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
+    lease_token TEXT, lease_expires_at DOUBLE PRECISION);
 CREATE INDEX IF NOT EXISTS jobs_due ON jobs (status, next_attempt_at);
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_running_per_issue ON jobs (issue_key) WHERE status = 'running';
 CREATE TABLE IF NOT EXISTS decisions (
@@ -31,30 +33,74 @@ CREATE TABLE IF NOT EXISTS feedback (
     id {serial} PRIMARY KEY, delivery_id TEXT NOT NULL, repo TEXT NOT NULL, number INTEGER NOT NULL,
     axis TEXT NOT NULL, value TEXT NOT NULL, author TEXT NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL,
     created_at DOUBLE PRECISION NOT NULL, UNIQUE (delivery_id, axis));
+CREATE TABLE IF NOT EXISTS redeliveries (guid TEXT PRIMARY KEY, asked_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS workers (
+    id TEXT PRIMARY KEY, ready INTEGER NOT NULL, beat_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS write_pacing (
+    installation_id BIGINT PRIMARY KEY, next_write_at DOUBLE PRECISION NOT NULL);
 """
-JOB_COLUMNS = "id, delivery_id, event, action, issue_key, status, attempts, last_error, received_at"
+SCHEMA_LOCK = 7_340_001  # the advisory lock id under which the schema is created on PostgreSQL
+# Columns added after the first release: added to an older database at start-up.
+MIGRATIONS = (("jobs", "lease_token", "TEXT"), ("jobs", "lease_expires_at", "DOUBLE PRECISION"))
+JOB_COLUMNS = ("id, delivery_id, event, action, issue_key, status, attempts, last_error, received_at, "
+               "lease_token")
 # The oldest due job whose issue has no job running: one issue's jobs never race for its comment.
 CLAIM = f"""
-UPDATE jobs SET status = 'running', attempts = attempts + 1, updated_at = ?
+UPDATE jobs SET status = 'running', attempts = attempts + 1, updated_at = ?, lease_token = ?,
+    lease_expires_at = ?
 WHERE id = (SELECT q.id FROM jobs q WHERE q.status = 'queued' AND q.next_attempt_at <= ?
             AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.status = 'running' AND r.issue_key = q.issue_key)
             ORDER BY q.next_attempt_at, q.id LIMIT 1 {{lock}})
 RETURNING {JOB_COLUMNS}"""
+# Every outcome write names the lease it holds: a worker whose lease was taken over changes nothing.
+OWNED = "WHERE id = ? AND lease_token = ? AND status = 'running'"
+
+
+class StoreUnavailable(TriageError):
+    """The database did not answer within the bounded wait (locked, unreachable, or its disk full)."""
 
 
 class Store:
     """One connection guarded by a lock; every method is one transaction. SQL is shared by both engines."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, busy_timeout_s: float = 30.0) -> None:
+        """`busy_timeout_s` bounds every wait: for this object's lock, SQLite's write lock, a PG statement."""
         self.url = url
+        self.busy_timeout_s = busy_timeout_s
         self._lock = threading.Lock()
         self.postgres = url.startswith(("postgresql://", "postgres://"))
-        self._conn: Any = _connect_postgres(url) if self.postgres else _connect_sqlite(url)
+        self._conn: Any = self._connect()
         serial = "BIGSERIAL" if self.postgres else "INTEGER"
         with self._tx() as run:
+            if self.postgres:  # replicas starting together: one creates the schema, the others wait for it
+                run("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
             for statement in SCHEMA.format(serial=serial).split(";"):
                 if statement.strip():
                     run(statement)
+            for table, column, kind in MIGRATIONS:
+                self._add_column(run, table, column, kind)
+
+    def _connect(self) -> Any:
+        if self.postgres:
+            return _connect_postgres(self.url, self.busy_timeout_s)
+        return _connect_sqlite(self.url, self.busy_timeout_s)
+
+    def _add_column(self, run: Any, table: str, column: str, kind: str) -> None:
+        if self.postgres:
+            run(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
+            return
+        names = {row[1] for row in run(f"PRAGMA table_info({table})").fetchall()}
+        if column not in names:
+            run(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+    def transaction(self) -> Any:
+        """One transaction (a `run(sql, params)` callable), for the store's sibling modules."""
+        return self._tx()
+
+    def ping(self) -> None:
+        """Raise unless the database answers (the readiness check)."""
+        with self._tx() as run:
+            run("SELECT 1").fetchone()
 
     def close(self) -> None:
         with self._lock:
@@ -62,25 +108,34 @@ class Store:
 
     @contextmanager
     def _tx(self) -> Iterator[Any]:
-        with self._lock:
-            if self.postgres and (self._conn.closed or self._conn.broken):  # the server restarted: reconnect
-                self._conn = _connect_postgres(self.url)
-            cur = self._conn.cursor()
-
-            def run(sql: str, params: Sequence[Any] = ()) -> Any:
-                cur.execute(sql.replace("?", "%s") if self.postgres else sql, tuple(params))
-                return cur
-
-            try:
-                if not self.postgres:
-                    cur.execute("BEGIN IMMEDIATE")
+        if not self._lock.acquire(timeout=self.busy_timeout_s):
+            raise StoreUnavailable(f"the database is busy: no connection free within {self.busy_timeout_s:g}s")
+        try:
+            with self._tx_locked() as run:
                 yield run
-                self._conn.commit()
-            except BaseException:
-                self._conn.rollback()
-                raise
-            finally:
-                cur.close()
+        finally:
+            self._lock.release()
+
+    @contextmanager
+    def _tx_locked(self) -> Iterator[Any]:
+        if self.postgres and (self._conn.closed or self._conn.broken):  # the server restarted: reconnect
+            self._conn = self._connect()
+        cur = self._conn.cursor()
+
+        def run(sql: str, params: Sequence[Any] = ()) -> Any:
+            cur.execute(sql.replace("?", "%s") if self.postgres else sql, tuple(params))
+            return cur
+
+        try:
+            if not self.postgres:
+                cur.execute("BEGIN IMMEDIATE")
+            yield run
+            self._conn.commit()
+        except BaseException:
+            self._conn.rollback()
+            raise
+        finally:
+            cur.close()
 
     # --- deliveries and jobs ------------------------------------------------------------------------------
 
@@ -112,45 +167,57 @@ class Store:
             raise KeyError(delivery_id)
         return str(row[0])
 
-    def claim_job(self, now: float | None = None) -> Job | None:
-        """Atomically take the next due job (status 'running', one more attempt), or None."""
+    def claim_job(self, now: float | None = None, lease_s: float = 60.0) -> Job | None:
+        """Atomically take the next due job under a new lease (status 'running', one more attempt), or None."""
         now = time.time() if now is None else now
         lock = "FOR UPDATE SKIP LOCKED" if self.postgres else ""
+        token = uuid.uuid4().hex
         try:
             with self._tx() as run:
-                row = run(CLAIM.format(lock=lock), (now, now)).fetchone()
+                row = run(CLAIM.format(lock=lock), (now, token, now + lease_s, now)).fetchone()
         except Exception as exc:
             if _is_integrity_error(exc):  # another worker took a job of the same issue at the same instant
                 return None
             raise
         return _job(row) if row else None
 
-    def finish_job(self, job_id: int) -> None:
-        self._set_status(job_id, "done", None)
+    def heartbeat(self, job_id: int, token: str, lease_s: float) -> bool:
+        """Extend the lease; False when it is no longer ours (expired and taken over)."""
+        with self._tx() as run:
+            return bool(run(f"UPDATE jobs SET lease_expires_at = ? {OWNED}",
+                            (time.time() + lease_s, job_id, token)).rowcount)
 
-    def fail_job(self, job_id: int, error: str) -> None:
+    def finish_job(self, job_id: int, token: str | None) -> bool:
+        """Mark the job done if we still hold its lease; False when another worker owns it now."""
+        return self._set_status(job_id, token, "done", None)
+
+    def fail_job(self, job_id: int, token: str | None, error: str) -> bool:
         """Keep a job that will not succeed, with its error, for an operator (or a redelivery)."""
-        self._set_status(job_id, "failed", error)
+        return self._set_status(job_id, token, "failed", error)
 
-    def retry_job(self, job_id: int, error: str, delay_s: float) -> None:
+    def retry_job(self, job_id: int, token: str | None, error: str, delay_s: float,
+                  spend_attempt: bool = True) -> bool:
+        """Queue the job again after `delay_s`; a rate-limit wait gives its attempt back."""
         now = time.time()
+        give_back = 0 if spend_attempt else 1
         with self._tx() as run:
-            run("UPDATE jobs SET status = 'queued', last_error = ?, next_attempt_at = ?, updated_at = ? "
-                "WHERE id = ?",
-                (error, now + delay_s, now, job_id))
+            return bool(run("UPDATE jobs SET status = 'queued', last_error = ?, next_attempt_at = ?, "
+                            f"updated_at = ?, attempts = attempts - ?, lease_token = NULL {OWNED}",
+                            (error, now + delay_s, now, give_back, job_id, token)).rowcount)
 
-    def requeue_running(self, stale_after_s: float = 0.0) -> int:
-        """Jobs a crash or a restart left 'running' (for `stale_after_s` at least) are queued again."""
-        now = time.time()
+    def requeue_running(self, now: float | None = None) -> int:
+        """Jobs left 'running' whose lease has expired (their worker died) are queued again."""
+        now = time.time() if now is None else now
         with self._tx() as run:
-            return int(run("UPDATE jobs SET status = 'queued', next_attempt_at = ?, updated_at = ? "
-                           "WHERE status = 'running' AND updated_at <= ?", (now, now, now - stale_after_s)).rowcount)
+            return int(run("UPDATE jobs SET status = 'queued', next_attempt_at = ?, updated_at = ?, "
+                           "lease_token = NULL WHERE status = 'running' AND COALESCE(lease_expires_at, 0) < ?",
+                           (now, now, now)).rowcount)
 
-    def _set_status(self, job_id: int, status: str, error: str | None) -> None:
+    def _set_status(self, job_id: int, token: str | None, status: str, error: str | None) -> bool:
         with self._tx() as run:
-            run("UPDATE jobs SET status = ?, last_error = COALESCE(?, last_error), updated_at = ? "
-                "WHERE id = ?",
-                (status, error, time.time(), job_id))
+            return bool(run("UPDATE jobs SET status = ?, last_error = COALESCE(?, last_error), updated_at = ?, "
+                            f"lease_token = NULL {OWNED}",
+                            (status, error, time.time(), job_id, token)).rowcount)
 
     def job(self, job_id: int) -> Job:
         with self._tx() as run:
@@ -223,24 +290,25 @@ def _is_integrity_error(exc: Exception) -> bool:
     return isinstance(exc, psycopg.IntegrityError)
 
 
-def _connect_sqlite(url: str) -> sqlite3.Connection:
+def _connect_sqlite(url: str, busy_timeout_s: float) -> sqlite3.Connection:
     if not url.startswith("sqlite:///"):
         raise ConfigError(f"DDL_TRIAGE_DATABASE_URL {url!r} is not supported; use sqlite:///PATH or "
                           "postgresql://USER@HOST/DB")
     path = url.removeprefix("sqlite:///")
     if path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=busy_timeout_s)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
 
 
-def _connect_postgres(url: str) -> Any:
+def _connect_postgres(url: str, busy_timeout_s: float) -> Any:
     import psycopg
 
-    try:
-        return psycopg.connect(url)
+    try:  # a statement (a lock wait included) is cancelled after the bound instead of hanging the caller
+        return psycopg.connect(url, connect_timeout=max(1, round(busy_timeout_s)),
+                               options=f"-c statement_timeout={round(busy_timeout_s * 1000)}")
     except psycopg.OperationalError as exc:
         raise ConfigError(f"DDL_TRIAGE_DATABASE_URL: cannot connect to PostgreSQL: {exc}".strip()) from None

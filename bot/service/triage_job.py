@@ -6,9 +6,9 @@ import logging
 import time
 
 from bot.comment import render_comment
+from bot.decision import decide
+from bot.memory.events import recall, remember_from_delivery
 from bot.service.events import Decision, IssueSnapshot, PostedComment, WebhookEvent
-from bot.service.feedback import apply_corrections
-from bot.service.repo_config import apply_thresholds, label_names
 from bot.service.router import JobContext, Router
 
 log = logging.getLogger(__name__)
@@ -23,6 +23,7 @@ def handle_issue(ctx: JobContext, event: WebhookEvent) -> str:
 
 def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     """Triage the issue as it is now and upsert the bot's comment; returns the outcome."""
+    remember_from_delivery(ctx, event)
     config = ctx.repo_config(event.repo)
     if not config.enabled:
         return "disabled by the repository's config"
@@ -35,16 +36,18 @@ def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     started = time.perf_counter()
     result = ctx.engine.triage(snapshot.issue)
     ctx.state.metrics.triage_seconds.observe(time.perf_counter() - started)
-    result = apply_corrections(apply_thresholds(result, config.thresholds),
-                               ctx.state.store.corrections(event.repo, event.number))
+    recalled = recall(ctx, event.repo, event.number, snapshot.issue, result, config)  # before the thresholds
+    plan = decide(recalled.result, config, ctx.state.store.corrections(event.repo, event.number),
+                  service_shadow=ctx.shadow, can_post=ctx.client is not None)
+    result, shadow = plan.result.model_copy(update={"repo_labels": recalled.repo_labels}), plan.shadow
     body = render_comment(result, ctx.engine.taxonomy, axes=config.axes,
                           similarity_floor=ctx.engine.settings.similarity_floor)
-    shadow = ctx.shadow or config.shadow
     posted: PostedComment | None = None
     added: list[str] = []
-    if not shadow and ctx.client is not None:
+    if plan.post and ctx.client is not None:
         posted = ctx.client.upsert_comment(event.repo, event.number, body)
-        wanted = label_names(config, result)
+        # The repository's own labels join only where the config enables labels (add_labels skips unknown ones).
+        wanted = plan.labels + ([n for n, _ in recalled.repo_labels] if config.labels.enabled else [])
         if wanted:
             added = ctx.client.add_labels(event.repo, event.number, wanted, snapshot.labels)
     ctx.state.store.save_decision(Decision(
@@ -53,6 +56,7 @@ def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
         comment_id=posted.id if posted else None, labels_added=added,
         predictions={axis: p.model_dump() for axis, p in result.predictions.items()},
         neighbours=[{"id": n.id, "url": n.url, "score": round(n.score, 4)} for n in result.neighbours],
+        related=[r.model_dump() for r in result.related], repo_labels=recalled.repo_labels,
         comment=body))
     if posted is None:
         return "stored (shadow mode)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -12,11 +13,12 @@ from starlette.concurrency import run_in_threadpool
 
 from bot.service.commands import parse_command
 from bot.service.credentials import webhook_secret
-from bot.service.errors import MalformedPayload, PayloadTooLarge, SignatureError
+from bot.service.errors import MalformedPayload, PayloadTooLarge, SignatureError, StoreBusy
 from bot.service.events import WebhookEvent
 from bot.service.github import parse_event, payload_action
 from bot.service.jobs import ROUTER
 from bot.service.logs import bind_delivery
+from bot.service.metrics import event_label
 from bot.service.signature import verify_signature
 from bot.service.state import ServiceState, StateDep
 
@@ -47,14 +49,36 @@ async def receive_webhook(request: Request, state: StateDep) -> JSONResponse:
         if reason:
             log.info("ignoring %s.%s on %s: %s", event_name, action, event.issue_key, reason)
             return _answer(state, event_name, "ignored", 202, reason)
-        new, job_id = await run_in_threadpool(state.store.record_delivery, delivery_id, event_name, action,
-                                              body.decode("utf-8"), event.issue_key)
+        new, job_id = await record(state, delivery_id, event_name, action, body.decode("utf-8"), event.issue_key)
         if job_id is not None:
             state.wake_worker.set()
         status = "queued" if new else "requeued" if job_id is not None else "duplicate"
         log.info("delivery %s: %s.%s on %s", status, event_name, action, event.issue_key,
                  extra={"job": job_id})
         return _answer(state, event_name, status, 202 if job_id is not None else 200)
+
+
+async def record(state: ServiceState, delivery_id: str, event: str, action: str, payload: str,
+                 issue_key: str) -> tuple[bool, int | None]:
+    """Insert the delivery and its job, waiting at most `ack_timeout_s`: a slow or broken store is a 503."""
+    def insert() -> tuple[bool, int | None]:
+        intake = state.take_intake()
+        try:
+            return intake.record_delivery(delivery_id, event, action, payload, issue_key)
+        finally:
+            state.give_intake(intake)
+
+    try:
+        if state.intake is not None and not state.intake.postgres:
+            # SQLite: one tiny local INSERT, run right here (a thread hop costs more than the write); its
+            # short busy timeout bounds how long a held write lock can stall the loop.
+            return insert()
+        return await asyncio.wait_for(run_in_threadpool(insert), timeout=state.settings.ack_timeout_s)
+    except TimeoutError:
+        raise StoreBusy(f"the database did not answer within {state.settings.ack_timeout_s:g}s") from None
+    except Exception as exc:  # locked, unreachable, disk full: GitHub keeps the delivery as failed
+        log.error("cannot store the delivery: %s", exc)
+        raise StoreBusy(f"the database cannot store the delivery now ({type(exc).__name__})") from None
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -84,8 +108,10 @@ def check_signature(state: ServiceState, body: bytes, header: str | None) -> Non
 def parse_json(body: bytes) -> dict[str, Any]:
     try:
         payload = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MalformedPayload(f"the body is not JSON: {exc}") from None
+    except RecursionError:
+        raise MalformedPayload("the body nests arrays or objects too deeply to parse") from None
+    except ValueError as exc:  # not UTF-8, not JSON, or an integer of more than 4,300 digits
+        raise MalformedPayload(f"the body is not JSON: {str(exc)[:200]}") from None
     if not isinstance(payload, dict):
         raise MalformedPayload("the body is JSON but not an object")
     return payload
@@ -104,6 +130,6 @@ def ignore_reason(event: WebhookEvent) -> str | None:
 
 def _answer(state: ServiceState, event: str, status: str, code: int,
             reason: str | None = None) -> JSONResponse:
-    state.metrics.deliveries.labels(event=event, outcome=status).inc()
+    state.metrics.deliveries.labels(event=event_label(event), outcome=status).inc()
     content = {"status": status} | ({"reason": reason} if reason else {})
     return JSONResponse(content, status_code=code)

@@ -1,0 +1,121 @@
+"""Repository memory benchmark: history-sync cost per 1,000 issues against the bare embedding of the same
+texts; query latency p50/p99 at 10k and 100k issues of one repository; resident memory per 100k issues.
+
+The sync runs against the fake GitHub of the tests (a real HTTP server on 127.0.0.1, real PyGithub) with an
+empty embedding cache; the bare side encodes the same normalised texts with the same, already loaded model.
+Latency uses synthetic unit vectors (384 dimensions, the model's) in a real SQLite memory database.
+
+    .venv/bin/python bench/memory_bench.py [--issues 1000] [--queries 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.embedding import Embedder, EmbeddingCache
+from bot.memory.index import MemoryIndex
+from bot.memory.records import issue_text
+from bot.memory.store import MemoryIssue, MemoryStore
+from bot.memory.sync import sync_repository
+from bot.settings import Settings
+
+REPO = "bench-org/big"
+DIM = 384
+
+
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def sync_cost(issues: int, tmp: Path) -> None:
+    from tests.fake_github import FakeGitHub
+    from tests.memory_helpers import installation_client
+
+    model = Settings().embedding_model
+    with FakeGitHub().running() as github:
+        github.add_repo(REPO, labels=["bug", "question"])
+        seeded = github.seed_issues(REPO, issues, seed=11)
+        texts = [issue_text(i) for i in seeded]
+        embedder = Embedder(model, EmbeddingCache(tmp / "sync-cache.sqlite3"))
+        embedder.embed(["warm the model up"])
+        store = MemoryStore(f"sqlite:///{tmp / 'sync.sqlite3'}")
+        started = time.perf_counter()
+        cursor = sync_repository(installation_client(github), store, embedder, REPO)
+        sync_s = time.perf_counter() - started
+        assert cursor.synced == issues, cursor
+        bare_model = Embedder(model)._load()
+        bare_model.encode(["warm the model up"])
+        started = time.perf_counter()
+        bare_model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
+                          show_progress_bar=False)
+        bare_s = time.perf_counter() - started
+        requests = len(github.requests)
+        # The same sync again into a fresh database with every text already embedded: the sync's own cost
+        # (listing, timelines, records, database) without the model.
+        again = MemoryStore(f"sqlite:///{tmp / 'sync-again.sqlite3'}")
+        started = time.perf_counter()
+        sync_repository(installation_client(github), again, embedder, REPO)
+        overhead_s = time.perf_counter() - started
+    per_k = 1000 / issues
+    print(f"sync of {issues} issues: {sync_s:.1f} s ({sync_s * per_k:.1f} s per 1,000; {requests} API requests) "
+          f"| bare embedding of the same texts: {bare_s:.1f} s ({bare_s * per_k:.1f} s per 1,000) "
+          f"| ratio {sync_s / bare_s:.2f} (target <= 1.3) | the sync without embedding (all cached): "
+          f"{overhead_s:.1f} s, i.e. (bare + that) / bare = {(bare_s + overhead_s) / bare_s:.2f}")
+
+
+def latency(rows: int, queries: int, tmp: Path) -> None:
+    rng = np.random.default_rng(rows)
+    store = MemoryStore(f"sqlite:///{tmp / f'latency-{rows}.sqlite3'}")
+    vectors = rng.normal(size=(rows, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    for start in range(0, rows, 10_000):
+        store.upsert([(MemoryIssue(repo=REPO, number=n + 1, title=f"issue {n}", created_at=float(n),
+                                   text_hash=str(n), labels=["bug"]), vectors[n])
+                      for n in range(start, min(rows, start + 10_000))])
+    index = MemoryIndex(store, max_rows=10 * rows)
+    del vectors
+    before = rss_mib()
+    started = time.perf_counter()
+    index.search(REPO, rng.normal(size=DIM).astype(np.float32), k=5)  # the lazy load
+    load_s = time.perf_counter() - started
+    held = rss_mib() - before
+    arrays = sum(a.nbytes for e in index._loaded.values() for a in (e.numbers, e.created, e.vectors)) / 2**20
+    times = []
+    for q in rng.normal(size=(queries, DIM)).astype(np.float32):
+        q /= np.linalg.norm(q)
+        started = time.perf_counter()
+        index.search(REPO, q, k=5, exclude=1)
+        times.append((time.perf_counter() - started) * 1000)
+    p50, p99 = np.percentile(times, [50, 99])
+    print(f"{rows:>7} issues in one repository: query p50 {p50:.1f} ms, p99 {p99:.1f} ms over {queries} queries "
+          f"(incl. the version check); first load {load_s:.1f} s; index arrays {arrays:.0f} MiB "
+          f"({arrays * 100_000 / rows:.0f} MiB per 100k), RSS growth at load {held:.0f} MiB")
+    store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--issues", type=int, default=1000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--skip-sync", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        if not args.skip_sync:
+            sync_cost(args.issues, Path(tmp))
+        for rows in (10_000, 100_000):
+            latency(rows, args.queries, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

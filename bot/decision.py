@@ -1,0 +1,34 @@
+"""One owner per decision: what the bot does with a triage result on one repository.
+
+Thresholds (the repository's over the engine's), maintainers' corrections, the one shadow flag (the
+service's or the repository's) and the choice to comment and label are decided here, from arguments only;
+the router dispatches and the triage job carries the plan out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bot.domain import TriageResult
+from bot.service.feedback import apply_corrections
+from bot.service.repo_config import RepoConfig, apply_thresholds, label_names
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The decision for one issue: the result to show, whether to post it, and the labels to add."""
+
+    result: TriageResult
+    shadow: bool
+    post: bool
+    labels: list[str] = field(default_factory=list)
+
+
+def decide(result: TriageResult, config: RepoConfig, corrections: dict[str, str], *, service_shadow: bool,
+           can_post: bool) -> Plan:
+    """The plan for `result`: thresholds, then corrections (a maintainer's word beats any threshold);
+    shadow if the service or the repository asks for it; post and label only outside shadow with a client."""
+    shown = apply_corrections(apply_thresholds(result, config.thresholds), corrections)
+    shadow = service_shadow or config.shadow
+    post = not shadow and can_post
+    return Plan(result=shown, shadow=shadow, post=post, labels=label_names(config, shown) if post else [])

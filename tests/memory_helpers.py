@@ -1,0 +1,35 @@
+"""Helpers for the repository-memory suites: installation deliveries and a client acting as an installation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.service.credentials import AppCredentials
+from bot.service.github import GitHubApp, InstallationClient
+from tests.fake_github import FakeGitHub
+
+INSTALLATION = 77
+
+
+def installation_payload(action: str, repos: list[str], event: str = "installation",
+                         installation: int = INSTALLATION) -> dict[str, Any]:
+    """An `installation` or `installation_repositories` delivery naming `repos`."""
+    key = "repositories" if event == "installation" else f"repositories_{action}"
+    return {"action": action, "installation": {"id": installation, "account": {"login": "example-org"}},
+            key: [{"id": i, "name": r.split("/")[1], "full_name": r, "private": True} for i, r in enumerate(repos)],
+            "sender": {"login": "admin", "id": 1, "type": "User"}}
+
+
+def installation_client(github: FakeGitHub, installation: int = INSTALLATION) -> InstallationClient:
+    """A real PyGithub client acting as `installation` against the fake."""
+    app = GitHubApp(AppCredentials(app_id=github.app_id, private_key=github.private_key,
+                                   api_url=github.base_url), write_interval_s=0.0)
+    return app.installation(installation)
+
+
+def listing_pages(github: FakeGitHub, repo: str) -> list[int]:
+    """The page numbers of every issue-listing request to `repo`, in order."""
+    from urllib.parse import parse_qsl
+
+    return [int(dict(parse_qsl(r.query)).get("page", 1)) for r in github.requests
+            if r.method == "GET" and r.path == f"/repos/{repo}/issues"]

@@ -1,0 +1,57 @@
+"""The memory's tables on SQLite and PostgreSQL (a throwaway cluster): upserts never duplicate, every write
+moves the repository's version (what other replicas' indexes watch), uninstalling forgets one repository."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bot.memory.index import MemoryIndex
+from bot.memory.store import MemoryIssue, MemoryStore, SyncCursor
+from tests.test_service_store import postgres_server, url  # noqa: F401  (fixtures: both database engines)
+
+A, B = "org/a", "org/b"
+
+
+def issue(repo: str, number: int, **fields: object) -> MemoryIssue:
+    return MemoryIssue.model_validate({"repo": repo, "number": number, "title": f"issue {number}",
+                                       "created_at": float(number), "text_hash": str(number)} | fields)
+
+
+def unit(seed: int, dim: int = 8) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=dim).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_the_memory_tables_upsert_version_search_and_forget_per_repository(url: str) -> None:  # noqa: F811
+    store = MemoryStore(url)
+    try:
+        store.upsert([(issue(A, n), unit(n)) for n in range(1, 6)] + [(issue(B, 1), unit(1))])
+        store.upsert([(issue(A, 3, state="closed", state_reason="duplicate", duplicate_of=1,
+                             labels=["bug"]), unit(3))])
+        assert store.count(A) == 5 and store.count(B) == 1
+        assert store.issue(A, 3) == issue(A, 3, state="closed", state_reason="duplicate", duplicate_of=1,
+                                          labels=["bug"])
+        version = store.version(A)
+        assert store.update_fields(A, 2, labels=["question"]) and store.version(A) > version
+        assert not store.update_fields(A, 99, labels=[])
+
+        index = MemoryIndex(store, max_rows=6)
+        [(best, score)] = index.search(A, unit(4), k=1)
+        assert best.number == 4 and score == pytest.approx(1.0, abs=1e-5)
+        assert [i.number for i, _ in index.search(A, unit(4), k=5, exclude=4, before=3.0)] == sorted(
+            [1, 2], key=lambda n: -float(unit(n) @ unit(4)))
+        assert all(i.repo == B for i, _ in index.search(B, unit(4), k=5))
+        assert index.loaded_repos() == [A, B]
+        store.upsert([(issue(A, 6), unit(6))])  # a write (by any replica) reloads A at its next query
+        assert 6 in [i.number for i, _ in index.search(A, unit(6), k=1)]
+        assert index.loaded_repos() == [A], "over max_rows: the least recently used repository is evicted"
+
+        store.save_cursor(SyncCursor(repo=A, page=3, synced=200))
+        store.cache_title("x/y#1", "a title", "issue", "open")
+        assert store.cached_title("x/y#1", ttl_s=60.0) is not None
+        assert store.cached_title("x/y#1", ttl_s=-1.0) is None, "an expired title is read again"
+        assert store.delete_repo(A) == 6
+        assert store.count(A) == 0 and store.cursor(A) is None and store.count(B) == 1
+    finally:
+        store.close()

@@ -1,0 +1,100 @@
+"""History sync against the fake GitHub (real PyGithub, real embeddings, real SQLite): every issue once,
+how each was closed, resumable from its cursor after a stop or a restart of the service."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.engine import Engine
+from bot.memory.store import MemoryStore
+from bot.memory.sync import sync_repository
+from bot.settings import Settings
+from tests.fake_github import REPO, FakeGitHub, deliver, github_holding, running_service, state_of, wait_idle
+from tests.memory_helpers import installation_client, installation_payload, listing_pages
+
+SEEDED = 250
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    with github_holding(labels=["bug", "question", "zero", "fsdp"]) as fake:
+        fake.seed_issues(REPO, SEEDED)
+        yield fake
+
+
+@pytest.fixture
+def memory_db(tmp_path: Path) -> Iterator[MemoryStore]:
+    store = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite3'}")
+    yield store
+    store.close()
+
+
+def test_a_history_sync_stores_every_issue_once_oldest_first_with_how_it_was_closed(
+        github: FakeGitHub, engine: Engine, memory_db: MemoryStore) -> None:
+    cursor = sync_repository(installation_client(github), memory_db, engine.embedder, REPO)
+    assert cursor.status == "done" and cursor.synced == SEEDED
+    stored = memory_db.issues(REPO)
+    assert [i.number for i in stored] == list(range(1, SEEDED + 1))
+    seeded = github.repos[REPO].issues
+    for issue in stored:
+        source = seeded[issue.number]
+        assert issue.title == source["title"] and issue.state == source["state"]
+        assert issue.type == ("pull_request" if source.get("pull_request") else "issue")
+        assert issue.labels == [label["name"] for label in source["labels"]]
+        if source["state_reason"] == "completed":
+            assert issue.closed_by == f"#{issue.number + 10_000}"
+        if source["state_reason"] == "duplicate":
+            assert issue.duplicate_of is not None and issue.duplicate_of < issue.number
+    reasons = {i.state_reason for i in stored}
+    assert {"completed", "not_planned", "duplicate", None} <= reasons
+    assert listing_pages(github, REPO) == [1, 2, 3], "100 per page, Link-paginated, each page read once"
+
+
+def test_a_sync_stopped_after_one_page_resumes_at_the_next_page_in_a_new_process_without_duplicates(
+        github: FakeGitHub, engine: Engine, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'memory.sqlite3'}"
+    first = MemoryStore(url)
+    cursor = sync_repository(installation_client(github), first, engine.embedder, REPO, max_pages=1)
+    first.close()
+    assert cursor.status == "running" and cursor.page == 2 and cursor.synced == 100
+    again = MemoryStore(url)  # a fresh connection, as after a restart
+    cursor = sync_repository(installation_client(github), again, engine.embedder, REPO)
+    assert cursor.status == "done" and again.count(REPO) == SEEDED
+    assert listing_pages(github, REPO) == [1, 2, 3]
+    again.close()
+
+
+def test_a_limit_stops_inside_a_page_and_the_next_run_finishes_it(
+        github: FakeGitHub, engine: Engine, memory_db: MemoryStore) -> None:
+    client = installation_client(github)
+    cursor = sync_repository(client, memory_db, engine.embedder, REPO, limit=130)
+    assert (cursor.status, cursor.page, memory_db.count(REPO)) == ("running", 2, 130)
+    cursor = sync_repository(client, memory_db, engine.embedder, REPO)
+    assert cursor.status == "done" and memory_db.count(REPO) == SEEDED
+
+
+def test_installing_the_app_syncs_the_repository_in_slices_and_a_service_restart_resumes(
+        app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
+    settings = app_settings.model_copy(update={"memory_sync_pages_per_job": 1, "memory_page_interval_s": 0.0})
+    with running_service(settings, engine) as client:
+        assert deliver(client, installation_payload("created", [REPO]), "installation").status_code == 202
+        memory = state_of(client).memory
+        assert memory is not None
+        from tests.fake_github import wait_until
+        wait_until(lambda: memory.store.count(REPO) >= 100)
+    # The service stopped mid-sync (one slice of 100 done); a new one picks the queued rest up.
+    with running_service(settings, engine) as client:
+        counts = wait_idle(client, timeout=120)
+        memory = state_of(client).memory
+        assert memory is not None
+        assert counts == {"done": sum(counts.values())}
+        assert memory.store.count(REPO) == SEEDED
+        cursor = memory.store.cursor(REPO)
+        assert cursor is not None and cursor.status == "done"
+        health = client.get("/healthz").json()
+        assert health["memory"][REPO]["status"] == "done" and health["memory"][REPO]["synced"] == SEEDED
+    pages = listing_pages(github, REPO)
+    assert pages.count(1) == 1 and sorted(set(pages)) == [1, 2, 3]

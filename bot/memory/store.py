@@ -16,6 +16,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from bot.errors import ConfigError
+from bot.service.store import transaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_issues (
@@ -96,22 +97,8 @@ class MemoryStore:
         with self._lock:
             if self.postgres and (self._conn.closed or self._conn.broken):
                 self._conn = _connect(self.url, True)
-            cur = self._conn.cursor()
-
-            def run(sql: str, params: Sequence[Any] = ()) -> Any:
-                cur.execute(sql.replace("?", "%s") if self.postgres else sql, tuple(params))
-                return cur
-
-            try:
-                if not self.postgres:
-                    cur.execute("BEGIN IMMEDIATE")
+            with transaction(self._conn, self.postgres) as run:
                 yield run
-                self._conn.commit()
-            except BaseException:
-                self._conn.rollback()
-                raise
-            finally:
-                cur.close()
 
     # --- issues -------------------------------------------------------------------------------------------
 

@@ -56,6 +56,30 @@ RETURNING {JOB_COLUMNS}"""
 OWNED = "WHERE id = ? AND lease_token = ? AND status = 'running'"
 
 
+@contextmanager
+def transaction(conn: Any, postgres: bool) -> Iterator[Any]:
+    """One transaction on a SQLite or PostgreSQL connection; yields `run(sql, params)` with `?` placeholders.
+
+    SQLite takes its write lock at the start (BEGIN IMMEDIATE), so a busy database fails fast, not mid-way.
+    """
+    cur = conn.cursor()
+
+    def run(sql: str, params: Sequence[Any] = ()) -> Any:
+        cur.execute(sql.replace("?", "%s") if postgres else sql, tuple(params))
+        return cur
+
+    try:
+        if not postgres:
+            cur.execute("BEGIN IMMEDIATE")
+        yield run
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    finally:
+        cur.close()
+
+
 class StoreUnavailable(TriageError):
     """The database did not answer within the bounded wait (locked, unreachable, or its disk full)."""
 
@@ -120,22 +144,8 @@ class Store:
     def _tx_locked(self) -> Iterator[Any]:
         if self.postgres and (self._conn.closed or self._conn.broken):  # the server restarted: reconnect
             self._conn = self._connect()
-        cur = self._conn.cursor()
-
-        def run(sql: str, params: Sequence[Any] = ()) -> Any:
-            cur.execute(sql.replace("?", "%s") if self.postgres else sql, tuple(params))
-            return cur
-
-        try:
-            if not self.postgres:
-                cur.execute("BEGIN IMMEDIATE")
+        with transaction(self._conn, self.postgres) as run:
             yield run
-            self._conn.commit()
-        except BaseException:
-            self._conn.rollback()
-            raise
-        finally:
-            cur.close()
 
     # --- deliveries and jobs ------------------------------------------------------------------------------
 

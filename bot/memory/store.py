@@ -4,19 +4,17 @@ and the TTL cache of neighbour titles. Only titles, labels, states and vectors a
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from bot.errors import ConfigError
-from bot.service.store import transaction
+from bot.service.store import connect_sqlite, transaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_issues (
@@ -259,12 +257,4 @@ def _connect(url: str, postgres: bool) -> Any:
             return psycopg.connect(url)
         except psycopg.OperationalError as exc:
             raise ConfigError(f"DDL_TRIAGE_DATABASE_URL: cannot connect to PostgreSQL: {exc}".strip()) from None
-    if not url.startswith("sqlite:///"):
-        raise ConfigError(f"DDL_TRIAGE_DATABASE_URL {url!r} is not supported; use sqlite:///PATH or "
-                          "postgresql://USER@HOST/DB")
-    path = url.removeprefix("sqlite:///")
-    if path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
-    conn.execute("PRAGMA journal_mode=WAL")
-    return conn
+    return connect_sqlite(url, busy_timeout_s=30.0)

@@ -107,7 +107,7 @@ class Store:
     def _connect(self) -> Any:
         if self.postgres:
             return _connect_postgres(self.url, self.busy_timeout_s)
-        return _connect_sqlite(self.url, self.busy_timeout_s)
+        return connect_sqlite(self.url, self.busy_timeout_s)
 
     def _add_column(self, run: Any, table: str, column: str, kind: str) -> None:
         if self.postgres:
@@ -300,7 +300,8 @@ def _is_integrity_error(exc: Exception) -> bool:
     return isinstance(exc, psycopg.IntegrityError)
 
 
-def _connect_sqlite(url: str, busy_timeout_s: float) -> sqlite3.Connection:
+def connect_sqlite(url: str, busy_timeout_s: float) -> sqlite3.Connection:
+    """The service database on SQLite (autocommit, WAL): for the job store and the repository memory."""
     if not url.startswith("sqlite:///"):
         raise ConfigError(f"DDL_TRIAGE_DATABASE_URL {url!r} is not supported; use sqlite:///PATH or "
                           "postgresql://USER@HOST/DB")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from bot.engine import Engine, build_engine
 from bot.paths import default_data_dir
 from bot.settings import Settings
 from bot.taxonomy import Taxonomy, load_taxonomy
-from tests.fake_github import FakeGitHub, app_settings_for
+from tests.fake_github import FakeGitHub, app_settings_for, github_holding
 
 
 @pytest.fixture(scope="session")
@@ -49,6 +50,13 @@ def engine(settings: Settings) -> Engine:
 def private_engine(engine: Engine) -> Engine:
     """The session engine with its own copy of the case base, for tests that add cases to it."""
     return dataclasses.replace(engine, training=copy.deepcopy(engine.training))
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    """A running fake GitHub holding REPO with no labels or config (modules that need more define their own)."""
+    with github_holding() as fake:
+        yield fake
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,6 @@ from tests.fake_github import (
     REPO,
     FakeGitHub,
     deliver,
-    github_holding,
     issue_payload,
     running_service,
     state_of,
@@ -33,11 +31,6 @@ from tests.fake_github import (
 
 NUMBERS = (42, 43, 44, 45, 46)
 
-
-@pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    with github_holding() as fake:
-        yield fake
 
 
 def database_file(settings: Settings) -> Path:

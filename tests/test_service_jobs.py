@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-
-import pytest
 
 from bot.engine import Engine
 from bot.service.jobs import execute_job
@@ -16,18 +13,11 @@ from tests.fake_github import (
     REPO,
     FakeGitHub,
     deliver,
-    github_holding,
     issue_payload,
     running_service,
     state_of,
     wait_idle,
 )
-
-
-@pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    with github_holding() as fake:
-        yield fake
 
 
 def comment_posts(github: FakeGitHub) -> list[float]:

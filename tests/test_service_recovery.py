@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from bot.engine import Engine
 from bot.service.recovery import recover_missed
@@ -14,18 +11,11 @@ from tests.fake_github import (
     REPO,
     FakeGitHub,
     deliver,
-    github_holding,
     issue_payload,
     running_service,
     state_of,
     wait_idle,
 )
-
-
-@pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    with github_holding() as fake:
-        yield fake
 
 
 def test_failed_unrecorded_deliveries_are_redelivered_once_and_end_in_one_comment(

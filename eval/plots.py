@@ -55,9 +55,7 @@ def confusion_figure(metrics: Metrics, title: str) -> Figure:
 def coverage_figure(by_predictor: Mapping[str, Mapping[str, Metrics]], title: str) -> Figure:
     """Accuracy against coverage per axis, one line per predictor; a dot at the configured threshold."""
     axes_shown = [a for a in AXES if any(m[a].get("n") for m in by_predictor.values())]
-    columns = 3
-    rows = max(1, -(-len(axes_shown) // columns))
-    figure, grid = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.6 * rows), squeeze=False)
+    figure, grid = _axis_panels(len(axes_shown), panel_height=3.6)
     colours = _colours(list(by_predictor))
     for panel, axis in zip(grid.flat, axes_shown, strict=False):
         for k, (name, metrics) in enumerate(by_predictor.items()):
@@ -77,8 +75,6 @@ def coverage_figure(by_predictor: Mapping[str, Mapping[str, Metrics]], title: st
         panel.set_xlabel("coverage")
         panel.set_ylabel("accuracy")
         panel.grid(alpha=0.3)
-    for panel in list(grid.flat)[len(axes_shown):]:
-        panel.axis("off")
     handles, names = grid.flat[0].get_legend_handles_labels()
     figure.legend(handles, names, loc="lower right", title="predictor (dot: configured threshold)", fontsize=9)
     figure.suptitle(title, fontsize=11)
@@ -140,9 +136,7 @@ def heatmap_figure(matrix: Sequence[Sequence[int]], rows: Sequence[str], columns
 def reliability_figure(by_predictor: Mapping[str, Mapping[str, Metrics]], title: str) -> Figure:
     """Per axis, accuracy against mean confidence of each confidence bin; the diagonal is perfect calibration."""
     axes_shown = [a for a in AXES if any(m[a].get("reliability") for m in by_predictor.values())]
-    columns = 3
-    rows = max(1, -(-len(axes_shown) // columns))
-    figure, grid = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.8 * rows), squeeze=False)
+    figure, grid = _axis_panels(len(axes_shown), panel_height=3.8)
     colours = _colours(list(by_predictor))
     for ax, axis in zip(grid.flat, axes_shown, strict=False):
         ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8, linestyle=":")
@@ -159,8 +153,6 @@ def reliability_figure(by_predictor: Mapping[str, Mapping[str, Metrics]], title:
         ax.set_xlabel("confidence")
         ax.set_ylabel("accuracy")
         ax.legend(fontsize=6, loc="upper left")
-    for ax in list(grid.flat)[len(axes_shown):]:
-        ax.axis("off")
     figure.suptitle(title, fontsize=11)
     figure.tight_layout()
     return figure
@@ -186,6 +178,15 @@ def write_run_plots(evaluation: Mapping[str, Any], out: Path, stem: str) -> dict
         written["f1"].append(save(f1_bars_figure(by_predictor, axis, f"{label}: per-class F1 on {axis}"),
                                   out / f"{stem}-f1-{axis}.png").name)
     return written
+
+
+def _axis_panels(count: int, panel_height: float, columns: int = 3) -> tuple[Figure, Any]:
+    """A grid of panels, one per taxonomy axis shown, three to a row; panels beyond `count` are hidden."""
+    rows = max(1, -(-count // columns))
+    figure, grid = plt.subplots(rows, columns, figsize=(4.2 * columns, panel_height * rows), squeeze=False)
+    for panel in list(grid.flat)[count:]:
+        panel.axis("off")
+    return figure, grid
 
 
 def _colours(names: Sequence[str]) -> dict[str, Any]:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 from bot.engine import Engine
 from bot.memory.service import Memory
@@ -63,12 +65,19 @@ def issue_event(github: FakeGitHub, action: str, number: int, repo: str = REPO, 
     return payload
 
 
-def test_installed_repositories_link_near_copies_with_how_they_ended_and_never_across_repositories(
-        app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
+@contextmanager
+def installed_on_both(app_settings: Settings, engine: Engine) -> Iterator[TestClient]:
+    """The service, installed on REPO and OTHER, with both histories synced."""
     settings = app_settings.model_copy(update={"memory_page_interval_s": 0.0})
     with running_service(settings, engine) as client:
         deliver(client, installation_payload("created", [REPO, OTHER]), "installation")
         wait_idle(client, timeout=120)
+        yield client
+
+
+def test_installed_repositories_link_near_copies_with_how_they_ended_and_never_across_repositories(
+        app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
+    with installed_on_both(app_settings, engine) as client:
         memory = memory_of(client)
         assert memory.store.count(REPO) == 32 and memory.store.count(OTHER) == 30
 
@@ -106,10 +115,7 @@ def test_installed_repositories_link_near_copies_with_how_they_ended_and_never_a
 
 def test_the_issue_lifecycle_keeps_the_memory_current_and_uninstalling_forgets_the_repository(
         app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
-    settings = app_settings.model_copy(update={"memory_page_interval_s": 0.0})
-    with running_service(settings, engine) as client:
-        deliver(client, installation_payload("created", [REPO, OTHER]), "installation")
-        wait_idle(client, timeout=120)
+    with installed_on_both(app_settings, engine) as client:
         memory = memory_of(client)
 
         opened = issue_payload(github)

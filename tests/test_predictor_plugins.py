@@ -13,7 +13,7 @@ from bot.errors import PredictorError
 from bot.predictors import base, make_predictor, predictor_names
 from bot.settings import Settings
 from bot.taxonomy import Taxonomy
-from tests.test_predictors import _query, _toy
+from tests.test_predictors import fit_and_predict_oom_and_hang
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "predictor-plugin"
 
@@ -34,10 +34,7 @@ def installed_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_an_installed_plugin_predictor_is_listed_and_predicts(installed_example: Path, taxonomy: Taxonomy) -> None:
     assert "nearest-case" in predictor_names()
     predictor = make_predictor("nearest-case", Settings())
-    data = _toy(taxonomy)
-    predictor.fit(data)
-    oom, hang = predictor.predict_proba([_query(data, "CUDA out of memory on rank 0", [1, 0, 0, 0]),
-                                         _query(data, "collective timeout, the job hangs", [0, 1, 0, 0])])
+    oom, hang = fit_and_predict_oom_and_hang(predictor, taxonomy)
     assert max(oom["symptom"], key=oom["symptom"].get) == "out_of_memory"
     assert max(hang["symptom"], key=hang["symptom"].get) == "hang_timeout"
 

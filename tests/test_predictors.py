@@ -6,7 +6,7 @@ import pytest
 from bot.domain import Case
 from bot.errors import PredictorError
 from bot.normalise import normalise
-from bot.predictors.base import Query, TrainingSet, make_predictor, predictor_names
+from bot.predictors.base import AxisDistributions, Predictor, Query, TrainingSet, make_predictor, predictor_names
 from bot.predictors.knn import KnnPredictor
 from bot.predictors.linear import LinearPredictor
 from bot.retrieval import CaseIndex
@@ -46,12 +46,17 @@ def test_an_unknown_predictor_name_lists_the_known_ones() -> None:
     assert {"majority", "tfidf", "knn", "linear", "default", "llm"} <= set(predictor_names())
 
 
-@pytest.mark.parametrize("predictor", [KnnPredictor(k=5), LinearPredictor()], ids=["knn", "linear"])
-def test_predictors_recover_separable_labels(taxonomy: Taxonomy, predictor) -> None:  # type: ignore[no-untyped-def]
+def fit_and_predict_oom_and_hang(predictor: Predictor, taxonomy: Taxonomy) -> list[AxisDistributions]:
+    """Fit on the toy case base, then predict an OOM-like and a hang-like query."""
     data = _toy(taxonomy)
     predictor.fit(data)
-    oom, hang = predictor.predict_proba([_query(data, "CUDA out of memory on rank 0", [1, 0, 0, 0]),
-                                         _query(data, "collective timeout, the job hangs", [0, 1, 0, 0])])
+    return predictor.predict_proba([_query(data, "CUDA out of memory on rank 0", [1, 0, 0, 0]),
+                                    _query(data, "collective timeout, the job hangs", [0, 1, 0, 0])])
+
+
+@pytest.mark.parametrize("predictor", [KnnPredictor(k=5), LinearPredictor()], ids=["knn", "linear"])
+def test_predictors_recover_separable_labels(taxonomy: Taxonomy, predictor) -> None:  # type: ignore[no-untyped-def]
+    oom, hang = fit_and_predict_oom_and_hang(predictor, taxonomy)
     assert max(oom["symptom"], key=oom["symptom"].get) == "out_of_memory"
     assert max(hang["fix_pattern"], key=hang["fix_pattern"].get) == "communication_tuning"
     for dist in (oom, hang):

@@ -8,7 +8,7 @@ import pytest
 
 from bot.memory.index import MemoryIndex
 from bot.memory.store import MemoryIssue, MemoryStore, SyncCursor
-from tests.test_service_store import postgres_server, url  # noqa: F401  (fixtures: both database engines)
+from tests.test_service_store import postgres_cluster, postgres_server, url  # noqa: F401  (fixtures: both engines)
 
 A, B = "org/a", "org/b"
 

@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,20 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class PostgresCluster:
+    """A running throwaway cluster: its URL (no database name) and `pg_ctl` on its data directory."""
+
+    url: str
+    pg_ctl: tuple[str, ...]
+
+    def ctl(self, *args: str) -> None:
+        """Run `pg_ctl ARGS` on the cluster (e.g. "-m", "fast", "stop"), waiting until it has done so."""
+        subprocess.run([*self.pg_ctl, "-w", *args], check=True, capture_output=True)
+
+
 @pytest.fixture(scope="module")
-def postgres_server() -> Iterator[str]:
+def postgres_cluster() -> Iterator[PostgresCluster]:
     """A throwaway PostgreSQL cluster (initdb + pg_ctl) for this module; skipped without the binaries."""
     bins = [p for p in sorted(Path("/usr/lib/postgresql").glob("*/bin")) if (p / "initdb").exists()]
     if not bins:
@@ -45,16 +58,24 @@ def postgres_server() -> Iterator[str]:
         os.chown(data, user.pw_uid, user.pw_gid)
         prefix = ["runuser", "-u", "postgres", "--"]
     port = _free_port()
-    run = [*prefix, str(bins[-1] / "pg_ctl"), "-D", str(data / "db")]
+    # The server's options and log file are part of the command, so that a restart keeps them.
+    run = (*prefix, str(bins[-1] / "pg_ctl"), "-D", str(data / "db"), "-o", f"-p {port} -k {data} -h 127.0.0.1",
+           "-l", str(data / "log"))
     subprocess.run([*prefix, str(bins[-1] / "initdb"), "-D", str(data / "db"), "-U", "postgres", "--auth=trust",
                     "-E", "UTF8"], check=True, capture_output=True)
-    subprocess.run([*run, "-o", f"-p {port} -k {data} -h 127.0.0.1", "-l", str(data / "log"), "-w", "start"],
-                   check=True, capture_output=True)
+    cluster = PostgresCluster(f"postgresql://postgres@127.0.0.1:{port}", run)
+    cluster.ctl("start")
     try:
-        yield f"postgresql://postgres@127.0.0.1:{port}"
+        yield cluster
     finally:
         subprocess.run([*run, "-m", "immediate", "stop"], capture_output=True)
         shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def postgres_server(postgres_cluster: PostgresCluster) -> str:
+    """The URL of the module's throwaway PostgreSQL cluster (add a database name with `_new_database`)."""
+    return postgres_cluster.url
 
 
 def _new_database(server: str) -> str:

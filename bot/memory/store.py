@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from bot.errors import ConfigError
-from bot.service.store import connect_sqlite, transaction
+from bot.service.store import connect_sqlite, live_postgres, transaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_issues (
@@ -93,8 +93,8 @@ class MemoryStore:
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         with self._lock:
-            if self.postgres and (self._conn.closed or self._conn.broken):
-                self._conn = _connect(self.url, True)
+            if self.postgres:  # the server restarted: a new connection, or StoreUnavailable while it is down
+                self._conn = live_postgres(self._conn, lambda: _connect(self.url, True))
             with transaction(self._conn, self.postgres) as run:
                 yield run
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import select
 import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -142,8 +143,8 @@ class Store:
 
     @contextmanager
     def _tx_locked(self) -> Iterator[Any]:
-        if self.postgres and (self._conn.closed or self._conn.broken):  # the server restarted: reconnect
-            self._conn = self._connect()
+        if self.postgres:  # the server restarted: a new connection, or StoreUnavailable while it is down
+            self._conn = live_postgres(self._conn, self._connect)
         with transaction(self._conn, self.postgres) as run:
             yield run
 
@@ -313,6 +314,32 @@ def connect_sqlite(url: str, busy_timeout_s: float) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
+
+
+def live_postgres(conn: Any, connect: Callable[[], Any]) -> Any:
+    """`conn`, or a new connection where the server dropped it (a restart, `pg_ctl restart -m fast`).
+
+    A dropped connection is found by its last use (broken), or, when the server closed it while it was
+    idle, by its socket having something to read though nothing was asked (the server's "terminating
+    connection" and EOF): checked without a round trip, so the first transaction after a restart succeeds.
+    A server still down is a StoreUnavailable (retried), not the start-up's ConfigError.
+    """
+    if not (conn.closed or conn.broken or _idle_socket_readable(conn)):
+        return conn
+    with suppress(Exception):
+        conn.close()
+    try:
+        return connect()
+    except ConfigError as exc:
+        raise StoreUnavailable(str(exc)) from None
+
+
+def _idle_socket_readable(conn: Any) -> bool:
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 def _connect_postgres(url: str, busy_timeout_s: float) -> Any:

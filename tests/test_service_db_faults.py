@@ -1,0 +1,91 @@
+"""The database fails under the running service and comes back: PostgreSQL restarted under load, an SQLite
+database whose disk is full and then freed. Each test ends with exactly one comment per issue, the worker
+alive, and no delivery redelivered by hand (a refused one comes back through the missed-delivery sweep)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from bot.engine import Engine
+from bot.service.recovery import recover_missed
+from bot.service.state import ServiceState
+from bot.settings import Settings
+from tests.fake_github import (
+    REPO,
+    FakeGitHub,
+    app_settings_for,
+    deliver,
+    issue_payload,
+    running_service,
+    state_of,
+    wait_idle,
+    wait_until,
+)
+from tests.test_service_store import PostgresCluster, _new_database, postgres_cluster  # noqa: F401  (a fixture)
+
+QUEUED = tuple(range(100, 130))  # delivered before the fault: 30 jobs in the queue when it strikes
+DURING = tuple(range(200, 205))  # delivered while the database cannot take them
+
+
+def bot_comment_counts(github: FakeGitHub, numbers: tuple[int, ...]) -> dict[int, int]:
+    return {n: len(github.bot_comments(REPO, n)) for n in numbers}
+
+
+def refused_while_down(client: TestClient, github: FakeGitHub, numbers: tuple[int, ...], bound_s: float
+                       ) -> None:
+    """Deliver issues while the database is down: each is answered 503 + Retry-After within the ack bound
+    (or stored), and GitHub keeps the refused ones as failed deliveries for the recovery sweep."""
+    for number in numbers:
+        payload = issue_payload(github, number=number)
+        started = time.perf_counter()
+        answer = deliver(client, payload, delivery_id=f"down-{number}")
+        assert time.perf_counter() - started < bound_s, "the ack does not wait on the broken store"
+        assert answer.status_code in (202, 503), answer.text
+        if answer.status_code == 503:
+            assert int(answer.headers["retry-after"]) > 0
+            github.add_hook_delivery(f"down-{number}", 503, payload)
+
+
+def recover_refused(client: TestClient, state: ServiceState, missed: list[dict[str, Any]]) -> None:
+    """The worker's periodic sweep (every ten minutes; run here at once) asks GitHub to redeliver what was
+    refused; GitHub then sends each again under its own id."""
+    assert state.github is not None
+    recover_missed(state.github, state.store)
+    for item in missed:
+        assert deliver(client, item["_payload"], delivery_id=item["guid"]).status_code == 202
+
+
+def test_postgresql_restarted_under_load_ends_in_one_comment_per_issue_and_the_worker_lives_on(
+        settings: Settings, engine: Engine, github: FakeGitHub, postgres_cluster: PostgresCluster,  # noqa: F811
+        tmp_path: Path) -> None:
+    """`pg_ctl stop -m fast` while jobs run (open connections are cut), deliveries during the gap, `start`,
+    then a plain `pg_ctl restart -m fast` while the queue is still draining."""
+    app = app_settings_for(settings, github, tmp_path, database_url=_new_database(postgres_cluster.url),
+                           write_interval_s=0.05, max_attempts=8, ack_timeout_s=1.0)
+    missed: list[dict[str, Any]] = []
+    github.redeliver = missed.append
+    with running_service(app, engine) as client:
+        state = state_of(client)
+        for number in QUEUED:
+            assert deliver(client, issue_payload(github, number=number)).status_code == 202
+        wait_until(lambda: sum(bot_comment_counts(github, QUEUED).values()) >= 5, timeout=60)
+        postgres_cluster.ctl("-m", "fast", "stop")
+        try:
+            refused_while_down(client, github, DURING, bound_s=app.ack_timeout_s + 1.0)
+            assert client.get("/healthz/ready").status_code == 503
+            assert state.worker_alive()
+        finally:
+            postgres_cluster.ctl("start")
+        wait_until(lambda: client.get("/healthz/ready").status_code == 200)
+        postgres_cluster.ctl("-m", "fast", "restart")
+        assert sum(bot_comment_counts(github, QUEUED).values()) < len(QUEUED), "the restart came mid-queue"
+        recover_refused(client, state, missed)
+        assert len(missed) == len(DURING), "every delivery made while the server was down was refused"
+        counts = wait_idle(client, timeout=120)
+        assert state.worker_alive()
+    assert counts == {"done": len(QUEUED) + len(DURING)}
+    assert bot_comment_counts(github, QUEUED + DURING) == dict.fromkeys(QUEUED + DURING, 1)

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from bot.engine import Engine
 from bot.service.recovery import recover_missed
 from bot.service.state import ServiceState
+from bot.service.upkeep import list_jobs
 from bot.settings import Settings
 from tests.fake_github import (
     REPO,
@@ -36,9 +37,10 @@ def bot_comment_counts(github: FakeGitHub, numbers: tuple[int, ...]) -> dict[int
 
 
 def refused_while_down(client: TestClient, github: FakeGitHub, numbers: tuple[int, ...], bound_s: float
-                       ) -> None:
+                       ) -> int:
     """Deliver issues while the database is down: each is answered 503 + Retry-After within the ack bound
-    (or stored), and GitHub keeps the refused ones as failed deliveries for the recovery sweep."""
+    (or stored), and GitHub keeps the refused ones as failed deliveries for the recovery sweep; how many."""
+    refused = 0
     for number in numbers:
         payload = issue_payload(github, number=number)
         started = time.perf_counter()
@@ -48,6 +50,8 @@ def refused_while_down(client: TestClient, github: FakeGitHub, numbers: tuple[in
         if answer.status_code == 503:
             assert int(answer.headers["retry-after"]) > 0
             github.add_hook_delivery(f"down-{number}", 503, payload)
+            refused += 1
+    return refused
 
 
 def recover_refused(client: TestClient, state: ServiceState, missed: list[dict[str, Any]]) -> None:
@@ -75,7 +79,7 @@ def test_postgresql_restarted_under_load_ends_in_one_comment_per_issue_and_the_w
         wait_until(lambda: sum(bot_comment_counts(github, QUEUED).values()) >= 5, timeout=60)
         postgres_cluster.ctl("-m", "fast", "stop")
         try:
-            refused_while_down(client, github, DURING, bound_s=app.ack_timeout_s + 1.0)
+            assert refused_while_down(client, github, DURING, bound_s=app.ack_timeout_s + 1.0) == len(DURING)
             assert client.get("/healthz/ready").status_code == 503
             assert state.worker_alive()
         finally:
@@ -84,8 +88,41 @@ def test_postgresql_restarted_under_load_ends_in_one_comment_per_issue_and_the_w
         postgres_cluster.ctl("-m", "fast", "restart")
         assert sum(bot_comment_counts(github, QUEUED).values()) < len(QUEUED), "the restart came mid-queue"
         recover_refused(client, state, missed)
-        assert len(missed) == len(DURING), "every delivery made while the server was down was refused"
         counts = wait_idle(client, timeout=120)
         assert state.worker_alive()
     assert counts == {"done": len(QUEUED) + len(DURING)}
     assert bot_comment_counts(github, QUEUED + DURING) == dict.fromkeys(QUEUED + DURING, 1)
+
+
+def test_a_full_disk_gets_503_and_not_ready_then_once_freed_every_issue_ends_in_one_comment(
+        app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
+    """SQLite's disk made full for real from its point of view: `PRAGMA max_page_count` at the current page
+    count fails every write that needs a new page with SQLITE_FULL ("database or disk is full"), on every
+    connection the service holds; raising it again frees the disk."""
+    app = app_settings.model_copy(update={"write_interval_s": 0.05, "ack_timeout_s": 1.0})
+    queued = QUEUED[:10]
+    missed: list[dict[str, Any]] = []
+    github.redeliver = missed.append
+    with running_service(app, engine) as client:
+        state = state_of(client)
+        for number in queued:
+            assert deliver(client, issue_payload(github, number=number)).status_code == 202
+        wait_until(lambda: sum(bot_comment_counts(github, queued).values()) >= 2, timeout=60)
+        [(pages,)], [(limit,)] = state.store.pragma("page_count"), state.store.pragma("max_page_count")
+        state.sqlite_pragma(f"max_page_count = {pages}")
+        refused = refused_while_down(client, github, DURING, bound_s=app.ack_timeout_s + 1.0)
+        assert refused > 0, "the full disk refused deliveries"
+        ready = client.get("/healthz/ready")
+        assert ready.status_code == 503 and "full" in ready.json()["error"]
+        wait_until(lambda: any("full" in (job.last_error or "") for job in list_jobs(state.store)))
+        time.sleep(1.0)  # the worker keeps meeting the full disk for a while
+        assert state.worker_alive()
+        assert "failed" not in state.store.job_counts(), "no job is given up while the disk is full"
+        state.sqlite_pragma(f"max_page_count = {limit}")  # freed
+        assert client.get("/healthz/ready").status_code == 200
+        recover_refused(client, state, missed)
+        assert len(missed) == refused
+        counts = wait_idle(client, timeout=60)
+        assert state.worker_alive()
+    assert counts == {"done": len(queued) + len(DURING)}
+    assert bot_comment_counts(github, queued + DURING) == dict.fromkeys(queued + DURING, 1)

@@ -90,6 +90,13 @@ class MemoryStore:
         with self._lock:
             self._conn.close()
 
+    def pragma(self, statement: str) -> list[tuple[Any, ...]]:
+        """`PRAGMA statement` on this store's own connection (SQLite only; most PRAGMAs are per connection)."""
+        if self.postgres:
+            raise ConfigError("PRAGMA is an SQLite statement; this store is on PostgreSQL")
+        with self._lock:
+            return list(self._conn.execute(f"PRAGMA {statement}").fetchall())
+
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         with self._lock:

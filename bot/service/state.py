@@ -89,6 +89,13 @@ class ServiceState:
             self._intake_free.put(store)
     memory: Memory | None = None  # the repository memory (its own tables in the same database)
 
+    def sqlite_pragma(self, statement: str) -> None:
+        """`PRAGMA statement` on every connection this instance holds to its SQLite database (the worker's,
+        the intake's, the memory's): SQLite keeps settings such as `max_page_count` per connection."""
+        for store in [self.store, self.intake, *self.intake_extra, self.memory.store if self.memory else None]:
+            if store is not None:
+                store.pragma(statement)
+
     @property
     def shadow(self) -> bool:
         """Decisions are stored, not posted: asked for, or no App credentials to post with."""

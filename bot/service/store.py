@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import select
+import shutil
 import sqlite3
 import threading
 import time
@@ -55,6 +56,9 @@ WHERE id = (SELECT q.id FROM jobs q WHERE q.status = 'queued' AND q.next_attempt
 RETURNING {JOB_COLUMNS}"""
 # Every outcome write names the lease it holds: a worker whose lease was taken over changes nothing.
 OWNED = "WHERE id = ? AND lease_token = ? AND status = 'running'"
+MIN_FREE_BYTES = 1 << 20  # less room than this on the database's disk and the service says it is not ready
+# SQLite's primary result codes of a database that cannot serve now: BUSY, LOCKED, IOERR, FULL, CANTOPEN.
+SQLITE_UNAVAILABLE = frozenset({5, 6, 10, 13, 14})
 
 
 @contextmanager
@@ -123,9 +127,19 @@ class Store:
         return self._tx()
 
     def ping(self) -> None:
-        """Raise unless the database answers (the readiness check)."""
+        """Raise unless the database answers and, on SQLite, has room to store a delivery (the readiness
+        check: a full database answers reads, so a bare SELECT would call it ready)."""
         with self._tx() as run:
             run("SELECT 1").fetchone()
+            if not self.postgres:
+                _check_room(run, self.url)
+
+    def pragma(self, statement: str) -> list[tuple[Any, ...]]:
+        """`PRAGMA statement` on this store's own connection: SQLite keeps most of them per connection."""
+        if self.postgres:
+            raise ConfigError("PRAGMA is an SQLite statement; this store is on PostgreSQL")
+        with self._lock:
+            return list(self._conn.execute(f"PRAGMA {statement}").fetchall())
 
     def close(self) -> None:
         with self._lock:
@@ -286,6 +300,37 @@ class Store:
                        "ORDER BY id").fetchall()
         keys = ("repo", "number", "axis", "value", "author", "title", "body")
         return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+def _check_room(run: Any, url: str) -> None:
+    """StoreUnavailable when SQLite cannot grow the database: at its page limit with no free page, or
+    its disk nearly full (a delivery would fail with "database or disk is full")."""
+    pages, limit, free = (int(run(f"PRAGMA {name}").fetchone()[0])
+                          for name in ("page_count", "max_page_count", "freelist_count"))
+    if pages >= limit and free == 0:
+        raise StoreUnavailable(f"the database is full: {pages} pages of at most {limit} (PRAGMA max_page_count)")
+    path = url.removeprefix("sqlite:///")
+    if path != ":memory:":
+        left = shutil.disk_usage(Path(path).parent).free
+        if left < MIN_FREE_BYTES:
+            raise StoreUnavailable(f"the disk holding {path} is full: {left} bytes free")
+
+
+def unavailable(exc: BaseException) -> bool:
+    """A database error that says nothing about the job being run: locked, full, I/O, unreachable, restarting.
+
+    Such a failure is retried without spending the job's attempt; SQLite's other OperationalErrors (e.g. a
+    syntax error: a bug) are not of this kind.
+    """
+    if isinstance(exc, StoreUnavailable):
+        return True
+    if isinstance(exc, sqlite3.OperationalError):
+        return (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in SQLITE_UNAVAILABLE
+    if isinstance(exc, sqlite3.Error):
+        return False
+    import psycopg
+
+    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
 
 
 def _job(row: Sequence[Any]) -> Job:

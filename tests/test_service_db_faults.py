@@ -4,16 +4,19 @@ alive, and no delivery redelivered by hand (a refused one comes back through the
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+import pytest
 from fastapi.testclient import TestClient
 
 from bot.engine import Engine
 from bot.service.recovery import recover_missed
 from bot.service.state import ServiceState
-from bot.service.upkeep import list_jobs
 from bot.settings import Settings
 from tests.fake_github import (
     REPO,
@@ -94,12 +97,74 @@ def test_postgresql_restarted_under_load_ends_in_one_comment_per_issue_and_the_w
     assert bot_comment_counts(github, QUEUED + DURING) == dict.fromkeys(QUEUED + DURING, 1)
 
 
-def test_a_full_disk_gets_503_and_not_ready_then_once_freed_every_issue_ends_in_one_comment(
-        app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
-    """SQLite's disk made full for real from its point of view: `PRAGMA max_page_count` at the current page
-    count fails every write that needs a new page with SQLITE_FULL ("database or disk is full"), on every
-    connection the service holds; raising it again frees the disk."""
-    app = app_settings.model_copy(update={"write_interval_s": 0.05, "ack_timeout_s": 1.0})
+class Disk(Protocol):
+    """A way to make the database's disk full and to free it again, for one running service."""
+
+    def fill(self, state: ServiceState) -> None: ...
+
+    def free(self, state: ServiceState) -> None: ...
+
+
+class PageLimit:
+    """SQLite's own view of a full disk: `PRAGMA max_page_count` at the current page count fails every write
+    that needs a new page with SQLITE_FULL ("database or disk is full"). Per connection: set on every
+    connection the service holds. Raising it again frees the disk."""
+
+    limit = 0
+
+    def fill(self, state: ServiceState) -> None:
+        [(pages,)], [(self.limit,)] = state.store.pragma("page_count"), state.store.pragma("max_page_count")
+        state.sqlite_pragma(f"max_page_count = {pages}")
+
+    def free(self, state: ServiceState) -> None:
+        state.sqlite_pragma(f"max_page_count = {self.limit}")
+
+
+class FilledTmpfs:
+    """A real tiny tmpfs holding the database, filled to the last byte by a file (ENOSPC), then freed by
+    deleting it. Needs root to mount, so it runs only where the tests do (CI does not)."""
+
+    def __init__(self, mount: Path) -> None:
+        self.filler = mount / "filler"
+
+    def fill(self, state: ServiceState) -> None:
+        chunk = b"\0" * 65536
+        with self.filler.open("wb", buffering=0) as out:
+            try:
+                while True:
+                    out.write(chunk)
+            except OSError:
+                pass
+            try:
+                while True:
+                    out.write(b"\0")
+            except OSError:
+                pass
+
+    def free(self, state: ServiceState) -> None:
+        self.filler.unlink()
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 16 MiB tmpfs for the database; skipped unless this process may mount one."""
+    mount = tmp_path / "tmpfs"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("mounting a tmpfs needs root (the max_page_count test covers a full disk everywhere)")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True, capture_output=True)
+
+
+def full_disk_then_freed(app: Settings, engine: Engine, github: FakeGitHub, disk: Disk,
+                         caplog: pytest.LogCaptureFixture) -> None:
+    """While full: deliveries 503 + Retry-After within the ack bound (or stored), /healthz/ready not ready,
+    the worker alive and no job given up. Freed: ready again, and once the refused deliveries come back
+    through the recovery sweep, exactly one comment per issue."""
+    app = app.model_copy(update={"write_interval_s": 0.05, "ack_timeout_s": 1.0})
     queued = QUEUED[:10]
     missed: list[dict[str, Any]] = []
     github.redeliver = missed.append
@@ -108,17 +173,16 @@ def test_a_full_disk_gets_503_and_not_ready_then_once_freed_every_issue_ends_in_
         for number in queued:
             assert deliver(client, issue_payload(github, number=number)).status_code == 202
         wait_until(lambda: sum(bot_comment_counts(github, queued).values()) >= 2, timeout=60)
-        [(pages,)], [(limit,)] = state.store.pragma("page_count"), state.store.pragma("max_page_count")
-        state.sqlite_pragma(f"max_page_count = {pages}")
+        disk.fill(state)
         refused = refused_while_down(client, github, DURING, bound_s=app.ack_timeout_s + 1.0)
         assert refused > 0, "the full disk refused deliveries"
         ready = client.get("/healthz/ready")
         assert ready.status_code == 503 and "full" in ready.json()["error"]
-        wait_until(lambda: any("full" in (job.last_error or "") for job in list_jobs(state.store)))
-        time.sleep(1.0)  # the worker keeps meeting the full disk for a while
+        wait_until(lambda: "database or disk is full" in caplog.text)  # the worker met it (a job or its loop)
+        time.sleep(1.0)  # and keeps meeting it for a while
         assert state.worker_alive()
         assert "failed" not in state.store.job_counts(), "no job is given up while the disk is full"
-        state.sqlite_pragma(f"max_page_count = {limit}")  # freed
+        disk.free(state)
         assert client.get("/healthz/ready").status_code == 200
         recover_refused(client, state, missed)
         assert len(missed) == refused
@@ -126,3 +190,15 @@ def test_a_full_disk_gets_503_and_not_ready_then_once_freed_every_issue_ends_in_
         assert state.worker_alive()
     assert counts == {"done": len(queued) + len(DURING)}
     assert bot_comment_counts(github, queued + DURING) == dict.fromkeys(queued + DURING, 1)
+
+
+def test_a_full_database_gets_503_and_not_ready_then_once_freed_every_issue_ends_in_one_comment(
+        app_settings: Settings, engine: Engine, github: FakeGitHub, caplog: pytest.LogCaptureFixture) -> None:
+    full_disk_then_freed(app_settings, engine, github, PageLimit(), caplog)
+
+
+def test_a_real_full_tmpfs_gets_503_and_not_ready_then_once_freed_every_issue_ends_in_one_comment(
+        app_settings: Settings, engine: Engine, github: FakeGitHub, tmpfs: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    app = app_settings.model_copy(update={"database_url": f"sqlite:///{tmpfs / 'service.sqlite3'}"})
+    full_disk_then_freed(app, engine, github, FilledTmpfs(tmpfs), caplog)

@@ -55,12 +55,14 @@ def worker_process(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[
 def kill_while_held(child: subprocess.Popen[bytes], hold: Hold, log: Path) -> None:
     """Wait until the worker is inside the held request, then kill -9 it."""
     deadline = time.monotonic() + STARTUP_S
-    while not hold.arrived.wait(0.2):
-        assert child.poll() is None, f"the worker exited early:\n{log.read_text()[-3000:]}"
-        assert time.monotonic() < deadline, f"the worker never reached the held request:\n{log.read_text()[-3000:]}"
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait(timeout=10)
-    hold.release(drop=True)  # the dead worker's request: dropped if not yet answered (it had no effect)
+    try:
+        while not hold.arrived.wait(0.2):
+            assert child.poll() is None, f"the worker exited early:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"the worker never reached the held request:\n{log.read_text()[-3000:]}"
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=10)
+    finally:
+        hold.release(drop=True)  # the dead worker's request: dropped if not yet answered (it had no effect)
 
 
 def test_kill_9_mid_job_and_after_the_comment_then_a_new_worker_leaves_one_comment_per_issue(

@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from bot.errors import ConfigError
-from bot.service.store import connect_sqlite, live_postgres, transaction
+from bot.service.database import connect_sqlite, live_postgres, transaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_issues (

@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from bot.errors import TriageError
+from bot.service.database import StoreUnavailable, unavailable
 from bot.service.errors import PermanentGitHubError, RateLimited, TransientGitHubError
 from bot.service.events import Job
 from bot.service.jobs import execute_job
 from bot.service.logs import bind_delivery
 from bot.service.recovery import recover_missed
 from bot.service.state import ServiceState
-from bot.service.store import StoreUnavailable, unavailable
 from bot.service.upkeep import prune, worker_beat
 
 log = logging.getLogger(__name__)

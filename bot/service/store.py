@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import ConfigError
@@ -63,6 +64,20 @@ WHERE id = (SELECT q.id FROM jobs q WHERE q.status = 'queued' AND q.next_attempt
 RETURNING {JOB_COLUMNS}"""
 # Every outcome write names the lease it holds: a worker whose lease was taken over changes nothing.
 OWNED = "WHERE id = ? AND lease_token = ? AND status = 'running'"
+
+# What storing a delivery gives: whether it was new, and its job's id (None: a duplicate with nothing to redo).
+Recorded = tuple[bool, int | None]
+
+
+@dataclass(frozen=True)
+class NewDelivery:
+    """A verified webhook delivery, as the intake stores it."""
+
+    delivery_id: str
+    event: str
+    action: str
+    payload: str
+    issue_key: str
 
 
 class Store:
@@ -141,25 +156,33 @@ class Store:
     # --- deliveries and jobs ------------------------------------------------------------------------------
 
     def record_delivery(self, delivery_id: str, event: str, action: str, payload: str, issue_key: str
-                        ) -> tuple[bool, int | None]:
+                        ) -> Recorded:
         """Store a delivery and queue its job; (False, job id) for a delivery seen before.
 
         A redelivered id whose job had failed for good is queued again (GitHub's "Redeliver" is the retry).
         """
+        return self.record_deliveries([NewDelivery(delivery_id, event, action, payload, issue_key)])[0]
+
+    def record_deliveries(self, deliveries: Sequence[NewDelivery]) -> list[Recorded]:
+        """`record_delivery` for several deliveries in one transaction (the webhook's group commit)."""
         now = time.time()
+        results: list[Recorded] = []
         with self._tx() as run:
-            inserted = run("INSERT INTO deliveries (id, event, action, payload, received_at) "
-                           "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id",
-                           (delivery_id, event, action, payload, now)).fetchone()
-            if inserted is None:
-                row = run("UPDATE jobs SET status = 'queued', attempts = 0, next_attempt_at = ?, "
-                          "updated_at = ? WHERE delivery_id = ? AND status = 'failed' RETURNING id",
-                          (now, now, delivery_id)).fetchone()
-                return False, row[0] if row else None
-            row = run("INSERT INTO jobs (delivery_id, event, action, issue_key, status, next_attempt_at, "
-                      "received_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id",
-                      (delivery_id, event, action, issue_key, now, now, now)).fetchone()
-            return True, int(row[0])
+            for d in deliveries:
+                inserted = run("INSERT INTO deliveries (id, event, action, payload, received_at) "
+                               "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id",
+                               (d.delivery_id, d.event, d.action, d.payload, now)).fetchone()
+                if inserted is None:
+                    row = run("UPDATE jobs SET status = 'queued', attempts = 0, next_attempt_at = ?, "
+                              "updated_at = ? WHERE delivery_id = ? AND status = 'failed' RETURNING id",
+                              (now, now, d.delivery_id)).fetchone()
+                    results.append((False, row[0] if row else None))
+                    continue
+                row = run("INSERT INTO jobs (delivery_id, event, action, issue_key, status, next_attempt_at, "
+                          "received_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id",
+                          (d.delivery_id, d.event, d.action, d.issue_key, now, now, now)).fetchone()
+                results.append((True, int(row[0])))
+        return results
 
     def delivery_payload(self, delivery_id: str) -> str:
         with self._tx() as run:

@@ -19,7 +19,7 @@ import pytest
 
 from bot.engine import Engine
 from bot.service.events import Decision
-from bot.service.store import Store
+from bot.service.store import NewDelivery, Store
 from bot.settings import Settings
 from tests.fake_github import FakeGitHub, app_settings_for, deliver, issue_payload, running_service, wait_idle
 
@@ -182,6 +182,30 @@ def test_a_failed_job_keeps_its_error_and_a_redelivery_queues_it_again(store: St
     assert kept.status == "failed" and "after 6 attempts" in (kept.last_error or "")
     assert _record(store, "d-1") == (False, job.id)
     assert store.job(job.id).status == "queued" and store.job(job.id).attempts == 0
+
+
+def test_a_batch_stores_new_deliveries_in_order_and_answers_seen_ones_like_single_ones(store: Store) -> None:
+    """The webhook's group commit (one statement per row on SQLite, set-based on PostgreSQL) gives what a
+    delivery at a time would: new ids get jobs in arrival order, an id twice in one batch is stored once,
+    a seen id is a duplicate unless its job had failed for good (then it is queued again)."""
+    _record(store, "seen")
+    _record(store, "failed")
+    job = store.claim_job()
+    assert job is not None and job.delivery_id == "seen"
+    store.finish_job(job.id, job.lease_token)
+    failed = store.claim_job()
+    assert failed is not None and failed.delivery_id == "failed"
+    store.fail_job(failed.id, failed.lease_token, "GitHub answered 500")
+
+    def new(delivery: str) -> NewDelivery:
+        return NewDelivery(delivery, "issues", "opened", '{"action": "opened"}', f"o/r#{delivery}")
+
+    results = store.record_deliveries([new("a"), new("seen"), new("b"), new("a"), new("failed"), new("c")])
+    assert [r[0] for r in results] == [True, False, True, False, False, True]
+    assert results[1] == (False, None) and results[3] == (False, None) and results[4] == (False, failed.id)
+    a, b, c = results[0][1], results[2][1], results[5][1]
+    assert a is not None and b is not None and c is not None and a < b < c
+    assert store.job_counts() == {"done": 1, "queued": 4}
 
 
 def test_decisions_and_feedback_round_trip(store: Store) -> None:

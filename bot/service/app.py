@@ -34,7 +34,7 @@ from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
-INTAKE_CONNECTIONS = 2  # writer threads per web process on PostgreSQL (SQLite serialises writers: one)
+INTAKE_CONNECTIONS = 1  # writer threads per web process on PostgreSQL (SQLite serialises writers: one)
 WORKER_NICENESS = 10
 GitHubFactory = Callable[[Settings], GitHubApp | None]
 

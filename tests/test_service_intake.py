@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.service.deliveries import NewDelivery, Recorded
 from bot.service.errors import StoreBusy
 from bot.service.intake import Intake
-from bot.service.store import NewDelivery, Recorded, Store
+from bot.service.store import Store
 
 
 @pytest.fixture

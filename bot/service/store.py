@@ -8,7 +8,6 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import ConfigError
@@ -20,6 +19,7 @@ from bot.service.database import (  # StoreUnavailable and the connectors are im
     live_postgres,
     transaction,
 )
+from bot.service.deliveries import NewDelivery, Recorded, record_deliveries
 from bot.service.events import Decision, Job
 
 __all__ = ["Store", "StoreUnavailable", "connect_sqlite", "transaction"]
@@ -62,25 +62,8 @@ WHERE id = (SELECT q.id FROM jobs q WHERE q.status = 'queued' AND q.next_attempt
             AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.status = 'running' AND r.issue_key = q.issue_key)
             ORDER BY q.next_attempt_at, q.id LIMIT 1 {{lock}})
 RETURNING {JOB_COLUMNS}"""
-# A redelivered id whose job had failed for good is queued again (GitHub's "Redeliver" is the retry).
-REQUEUE_FAILED = "UPDATE jobs SET status = 'queued', attempts = 0, next_attempt_at = ?, updated_at = ?"
 # Every outcome write names the lease it holds: a worker whose lease was taken over changes nothing.
 OWNED = "WHERE id = ? AND lease_token = ? AND status = 'running'"
-
-# What storing a delivery gives: whether it was new, and its job's id (None: a duplicate with nothing to redo).
-Recorded = tuple[bool, int | None]
-
-
-@dataclass(frozen=True)
-class NewDelivery:
-    """A verified webhook delivery, as the intake stores it."""
-
-    delivery_id: str
-    event: str
-    action: str
-    payload: str
-    issue_key: str
-
 
 class Store:
     """One connection guarded by a lock; every method is one transaction. SQL is shared by both engines."""
@@ -168,9 +151,7 @@ class Store:
     def record_deliveries(self, deliveries: Sequence[NewDelivery]) -> list[Recorded]:
         """`record_delivery` for several deliveries in one transaction (the webhook's group commit)."""
         with self._tx() as run:
-            if self.postgres:
-                return _record_set(run, deliveries, time.time())
-            return [_record_row(run, d, time.time()) for d in deliveries]
+            return record_deliveries(run, deliveries, self.postgres)
 
     def delivery_payload(self, delivery_id: str) -> str:
         with self._tx() as run:
@@ -292,62 +273,6 @@ class Store:
 def _job(row: Sequence[Any]) -> Job:
     keys = [key.strip() for key in JOB_COLUMNS.split(",")]
     return Job.model_validate(dict(zip(keys, row, strict=True)))
-
-
-def _record_row(run: Any, d: NewDelivery, now: float) -> Recorded:
-    """One delivery, statement by statement (SQLite: in-process, a statement costs microseconds)."""
-    inserted = run("INSERT INTO deliveries (id, event, action, payload, received_at) "
-                   "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id",
-                   (d.delivery_id, d.event, d.action, d.payload, now)).fetchone()
-    if inserted is None:
-        row = run(f"{REQUEUE_FAILED} WHERE delivery_id = ? AND status = 'failed' RETURNING id",
-                  (now, now, d.delivery_id)).fetchone()
-        return False, row[0] if row else None
-    row = run("INSERT INTO jobs (delivery_id, event, action, issue_key, status, next_attempt_at, received_at, "
-              "updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id",
-              (d.delivery_id, d.event, d.action, d.issue_key, now, now, now)).fetchone()
-    return True, int(row[0])
-
-
-def _record_set(run: Any, deliveries: Sequence[NewDelivery], now: float) -> list[Recorded]:
-    """A batch in three statements whatever its size (PostgreSQL: every statement is a round trip).
-
-    The arrays go as binary parameters (`%b`): the text format's quoting scan of each 4 KB payload cost
-    more than the rest of the acknowledgement."""
-    by_id: dict[str, NewDelivery] = {}
-    for d in deliveries:  # an id twice in one batch: stored once, in the order of its first arrival
-        by_id.setdefault(d.delivery_id, d)
-    first = list(by_id.values())
-    columns = [[getattr(d, name) for d in first] for name in ("delivery_id", "event", "action", "payload",
-                                                                "issue_key")]
-    new = {row[0] for row in run(
-        "INSERT INTO deliveries (id, event, action, payload, received_at) SELECT d, e, a, p, ? "
-        "FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[]) AS t(d, e, a, p) "
-        "ON CONFLICT (id) DO NOTHING RETURNING id", (now, *columns[:4])).fetchall()}
-    jobs: dict[str, int] = {}
-    if new:
-        jobs = {row[1]: int(row[0]) for row in run(
-            "INSERT INTO jobs (delivery_id, event, action, issue_key, status, next_attempt_at, received_at, "
-            "updated_at) SELECT d, e, a, k, 'queued', ?, ?, ? "
-            "FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[]) WITH ORDINALITY AS t(d, e, a, k, n) "
-            "WHERE d = ANY(%b::text[]) ORDER BY n RETURNING id, delivery_id",
-            (now, now, now, columns[0], columns[1], columns[2], columns[4], list(new))).fetchall()}
-    seen = [d.delivery_id for d in first if d.delivery_id not in new]
-    requeued = {row[1]: int(row[0]) for row in run(
-        f"{REQUEUE_FAILED} WHERE delivery_id = ANY(%b::text[]) AND status = 'failed' RETURNING id, delivery_id",
-        (now, now, seen)).fetchall()} if seen else {}
-    results: list[Recorded] = []
-    answered: set[str] = set()
-    for d in deliveries:
-        key = d.delivery_id
-        if key in answered:  # the same id twice in one batch: the second is a duplicate
-            results.append((False, None))
-        elif key in new:
-            results.append((True, jobs[key]))
-        else:
-            results.append((False, requeued.get(key)))
-        answered.add(key)
-    return results
 
 
 def _is_integrity_error(exc: Exception) -> bool:

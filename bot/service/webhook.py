@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from bot.service.commands import parse_command
 from bot.service.credentials import webhook_secret
+from bot.service.deliveries import NewDelivery, Recorded
 from bot.service.errors import MalformedPayload, PayloadTooLarge, SignatureError
 from bot.service.events import WebhookEvent
 from bot.service.github import parse_event, payload_action
@@ -20,7 +21,6 @@ from bot.service.logs import bind_delivery
 from bot.service.metrics import event_label
 from bot.service.signature import verify_signature
 from bot.service.state import ServiceState
-from bot.service.store import NewDelivery, Recorded
 
 log = logging.getLogger(__name__)
 

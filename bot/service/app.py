@@ -35,7 +35,7 @@ from bot.settings import Settings
 log = logging.getLogger(__name__)
 
 INTAKE_CONNECTIONS = 1  # writer threads per web process on PostgreSQL (SQLite serialises writers: one)
-WORKER_NICENESS = 10
+WORKER_NICENESS = 19  # triage is background work: acknowledgements and GitHub I/O come first
 GitHubFactory = Callable[[Settings], GitHubApp | None]
 
 

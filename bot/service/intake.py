@@ -38,6 +38,9 @@ class Intake:
 
     def __init__(self, stores: list[Store], timeout_s: float, max_pending: int) -> None:
         self.stores = stores
+        for store in stores:
+            if not store.postgres:  # a WAL checkpoint copies and syncs megabytes: the worker's commits run it,
+                store.pragma("wal_autocheckpoint=0")  # never an acknowledgement's (SQLite: per connection)
         self.timeout_s = timeout_s
         self.max_pending = max_pending
         self._gathering: list[_Pending] = []  # this turn of the event loop's deliveries, not yet handed over

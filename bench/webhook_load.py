@@ -125,8 +125,13 @@ async def send_all(ports: list[int], requests: list[bytes], concurrency: int) ->
     started = time.perf_counter()
     await asyncio.gather(*(connection(k) for k in range(concurrency)))
     latencies.sort()
-    return {"p50_ms": 1000 * statistics.median(latencies), "p99_ms": 1000 * latencies[int(0.99 * len(latencies)) - 1],
+    return {"p50_ms": 1000 * statistics.median(latencies), "p99_ms": p99_ms(latencies), "latencies": latencies,
             "statuses": statuses, "dropped": dropped, "seconds": time.perf_counter() - started}
+
+
+def p99_ms(latencies: list[float]) -> float:
+    ordered = sorted(latencies)
+    return 1000 * ordered[int(0.99 * len(ordered)) - 1]
 
 
 def run_load(ports: list[int], requests: list[bytes], concurrency: int) -> dict[str, Any]:
@@ -234,6 +239,7 @@ def run_setup(setup: str, workdir: Path, deliveries: int, concurrency: int, roun
         name = f"{setup} ({replicas} replica{'s' if replicas > 1 else ''})"
         requests = requests_for(fake.payloads)
         ratios = []
+        pooled: dict[str, list[float]] = {"bare": [], "service": []}
         with bare_app() as (bare_proc, bare_port), service(fake, url, replicas) as (procs, ports):
             for k in range(rounds):
                 batch = requests[k * deliveries:(k + 1) * deliveries]
@@ -242,7 +248,12 @@ def run_setup(setup: str, workdir: Path, deliveries: int, concurrency: int, roun
                 run |= wait_for_comments(fake, (k + 1) * deliveries, time.time())
                 run["rss_mib"] = [tuple(round(x) for x in rss_mib(proc)) for proc in procs]
                 ratios.append(report(f"{name}, round {k + 1}", bare_run, run))
-        print(f"{name}: median p99 ratio over {rounds} rounds {statistics.median(ratios):.2f}", flush=True)
+                pooled["bare"] += bare_run["latencies"]
+                pooled["service"] += run["latencies"]
+        bare_p99, service_p99 = p99_ms(pooled["bare"]), p99_ms(pooled["service"])
+        print(f"{name}: over {rounds} rounds, p99 ratio median {statistics.median(ratios):.2f} (max "
+              f"{max(ratios):.2f}); all {len(pooled['service'])} acks pooled: p99 {service_p99:.0f} ms, bare "
+              f"{bare_p99:.0f} ms, ratio {service_p99 / bare_p99:.2f}", flush=True)
     finally:
         fake.stop()
         if stop_pg:

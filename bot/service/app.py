@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import logging
 import os
@@ -95,6 +96,9 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
         app.state.service = state
         if options.run_worker:
             worker.start()
+        if options.freeze_heap:
+            gc.collect()
+            gc.freeze()
         log.info("ddl-triage service started", extra={"shadow": state.shadow, "api": settings.github_api_url})
         try:
             yield
@@ -141,7 +145,8 @@ def run_server(settings: Settings, host: str, port: int, workers: int = 1) -> No
     configure_logging()
     app_client = connect_github(settings)
     open_store(settings).close()
-    app = create_app(settings, github=lambda _settings: app_client, options=ServiceOptions(run_worker=False))
+    app = create_app(settings, github=lambda _settings: app_client,
+                     options=ServiceOptions(run_worker=False, freeze_heap=True))
     # The workers read the same settings from the environment; the command line's choices are added to it.
     env = os.environ | {"DDL_TRIAGE_SHADOW": "1" if settings.shadow else "0"}
     if settings.data_dir is not None:

@@ -78,7 +78,7 @@ def test_silver_guesses_teach_only_when_allowed(taxonomy: Taxonomy) -> None:
     assert TrainingSet.build(index, [""], taxonomy, use_silver=False).targets["root_cause"] == [None]
 
 
-@pytest.mark.parametrize("name", ["linear", "linear-title", "default", "linear-without-r3"])
+@pytest.mark.parametrize("name", ["linear", "linear-title", "linear-fused", "default", "linear-without-r3"])
 def test_a_stored_predictor_predicts_exactly_as_the_fitted_one(taxonomy: Taxonomy, name: str) -> None:
     from eval import predictors as _eval_predictors  # noqa: F401  (registers linear-without-r3)
 

@@ -87,7 +87,7 @@ class FusedLinearPredictor(Predictor):
         matrices = self._matrices(np.vstack([q.vector for q in queries]), [q.issue.text for q in queries],
                                   [q.issue.title for q in queries])
         per_view = [models.predict(matrices[view], len(queries)) for view, models in self._models.items()]
-        return [{axis: _product([view[i][axis] for view in per_view]) for axis in AXES} for i in range(len(queries))]
+        return [{axis: fuse([view[i][axis] for view in per_view]) for axis in AXES} for i in range(len(queries))]
 
     def state(self) -> State:
         arrays: Arrays = {}
@@ -114,7 +114,7 @@ class FusedLinearPredictor(Predictor):
                 "flag_weight": self.flag_weight, "chars": "char_wb 3-5 over the text, 50000 max"}
 
 
-def _product(dists: list[dict[str, float]]) -> dict[str, float]:
+def fuse(dists: list[dict[str, float]]) -> dict[str, float]:
     """The normalised geometric mean of distributions over the same labels."""
     labels = tuple(dists[0])
     logs = np.mean([[np.log(max(d[label], FLOOR)) for label in labels] for d in dists], axis=0)

@@ -5,9 +5,12 @@ connections (asyncio streams: a pooled client queues on its own at this concurre
 For each setup (SQLite, one replica; PostgreSQL, two replicas on one database, each with one worker process)
 it prints ack p50/p99 for the service and the bare app and their ratio, the time until every comment exists
 on the fake GitHub (run in its own process), lost and doubled comments, dropped connections, and the RSS
-of the web and worker processes. The fake's write pacing is off (1,000 comments at 1/s would take 17 min).
+of the web and worker processes, and the CPU time the answering processes spent per delivery (which a
+busy machine disturbs less than latency). It does so for `--rounds` rounds on fresh issues (bare app, then
+the service, then wait for the round's comments) and prints the median p99 ratio. The fake's write pacing
+is off (1,000 comments at 1/s would take 17 min).
 
-    python bench/webhook_load.py [--deliveries 1000] [--concurrency 200] [--setups sqlite,postgres]
+    python bench/webhook_load.py [--deliveries 1000] [--concurrency 200] [--rounds 3] [--setups sqlite,postgres]
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +138,20 @@ def run_load(ports: list[int], requests: list[bytes], concurrency: int) -> dict[
         return asyncio.run(send_all(ports, requests, concurrency))
 
 
+def timed_load(procs: list[subprocess.Popen[bytes]], ports: list[int], requests: list[bytes],
+               concurrency: int) -> dict[str, Any]:
+    """`run_load`, plus the CPU time the answering processes spent per delivery (their own, not their
+    children's): a figure that a busy machine disturbs less than latency."""
+    handles = [psutil.Process(proc.pid) for proc in procs]
+
+    def cpu() -> float:
+        return sum(sum(handle.cpu_times()[:2]) for handle in handles)
+
+    before = cpu()
+    result = run_load(ports, requests, concurrency)
+    return result | {"cpu_ms": 1000 * (cpu() - before) / len(requests)}
+
+
 def wait_for(url: str, timeout: float, proc: subprocess.Popen[bytes] | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -147,14 +166,16 @@ def wait_for(url: str, timeout: float, proc: subprocess.Popen[bytes] | None = No
     raise SystemExit(f"{url} did not become ready in {timeout:.0f}s")
 
 
-def bare(requests: list[bytes], concurrency: int) -> dict[str, Any]:
+@contextmanager
+def bare_app() -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """The baseline: a FastAPI app under the same uvicorn options that checks the signature and answers 202."""
     port = free_port()
     env = os.environ | {"DDL_TRIAGE_WEBHOOK_SECRET": SECRET}
     proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "bench.bare_app:app", "--port", str(port),
                              *UVICORN_FAST], cwd=ROOT, env=env)
     try:
         wait_for(f"http://127.0.0.1:{port}/docs", 60, proc)
-        return run_load([port], requests, concurrency)
+        yield proc, port
     finally:
         proc.terminate()
         proc.wait(10)
@@ -167,8 +188,10 @@ def rss_mib(proc: subprocess.Popen[bytes]) -> tuple[float, float]:
     return parent.memory_info().rss / 2**20, workers / 2**20
 
 
-def service(requests: list[bytes], concurrency: int, fake: FakeGitHubProcess, database_url: str, replicas: int,
-            deliveries: int) -> dict[str, Any]:
+@contextmanager
+def service(fake: FakeGitHubProcess, database_url: str, replicas: int
+            ) -> Iterator[tuple[list[subprocess.Popen[bytes]], list[int]]]:
+    """`replicas` x `ddl-triage serve --workers 1` on one database, ready."""
     env = os.environ | {
         "DDL_TRIAGE_WEBHOOK_SECRET": SECRET, "DDL_TRIAGE_GITHUB_APP_ID": str(fake.info["app_id"]),
         "DDL_TRIAGE_GITHUB_PRIVATE_KEY": fake.info["key"], "DDL_TRIAGE_GITHUB_API_URL": fake.info["base_url"],
@@ -180,21 +203,50 @@ def service(requests: list[bytes], concurrency: int, fake: FakeGitHubProcess, da
     try:
         for port, proc in zip(ports, procs, strict=True):
             wait_for(f"http://127.0.0.1:{port}/healthz/ready", 600, proc)
-        result = run_load(ports, requests, concurrency)
-        sent = time.time()
-        deadline = time.monotonic() + 900
-        while fake.counts["issues"] < deliveries and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(2.0)  # a late duplicate would show up here
-        result |= {"all_comments_s": fake.counts["t"] - sent, "lost": deliveries - fake.counts["issues"],
-                   "doubled": fake.counts["doubled"],
-                   "rss_mib": [tuple(round(x) for x in rss_mib(proc)) for proc in procs]}
-        return result
+        yield procs, ports
     finally:
         for proc in procs:
             proc.terminate()
         for proc in procs:
             proc.wait(30)
+
+
+def wait_for_comments(fake: FakeGitHubProcess, issues: int, sent: float) -> dict[str, Any]:
+    """Until `issues` issues have the bot's comment (at most 15 minutes), then 2 s more for a late duplicate."""
+    deadline = time.monotonic() + 900
+    while fake.counts["issues"] < issues and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(2.0)
+    return {"all_comments_s": fake.counts["t"] - sent, "lost": issues - fake.counts["issues"],
+            "doubled": fake.counts["doubled"]}
+
+
+def run_setup(setup: str, workdir: Path, deliveries: int, concurrency: int, rounds: int) -> None:
+    """`rounds` x (the bare app, then the service) on fresh issues; each round waits for its comments."""
+    fake = FakeGitHubProcess(deliveries * rounds, workdir)
+    stop_pg: list[str] = []
+    try:
+        if setup == "sqlite":
+            url, replicas = f"sqlite:///{workdir / 'load.sqlite3'}", 1
+        else:
+            url, stop_pg = postgres_cluster(workdir)
+            replicas = 2
+        name = f"{setup} ({replicas} replica{'s' if replicas > 1 else ''})"
+        requests = requests_for(fake.payloads)
+        ratios = []
+        with bare_app() as (bare_proc, bare_port), service(fake, url, replicas) as (procs, ports):
+            for k in range(rounds):
+                batch = requests[k * deliveries:(k + 1) * deliveries]
+                bare_run = timed_load([bare_proc], [bare_port], batch, concurrency)
+                run = timed_load(procs, ports, batch, concurrency)
+                run |= wait_for_comments(fake, (k + 1) * deliveries, time.time())
+                run["rss_mib"] = [tuple(round(x) for x in rss_mib(proc)) for proc in procs]
+                ratios.append(report(f"{name}, round {k + 1}", bare_run, run))
+        print(f"{name}: median p99 ratio over {rounds} rounds {statistics.median(ratios):.2f}", flush=True)
+    finally:
+        fake.stop()
+        if stop_pg:
+            subprocess.run(stop_pg, capture_output=True)
 
 
 def postgres_cluster(workdir: Path) -> tuple[str, list[str]]:
@@ -217,13 +269,15 @@ def postgres_cluster(workdir: Path) -> tuple[str, list[str]]:
     return f"postgresql://postgres@127.0.0.1:{port}/postgres", [*ctl, "-m", "fast", "stop"]
 
 
-def report(name: str, bare_run: dict[str, Any], run: dict[str, Any]) -> None:
-    ratio = run["p99_ms"] / bare_run["p99_ms"]
+def report(name: str, bare_run: dict[str, Any], run: dict[str, Any]) -> float:
+    ratio = float(run["p99_ms"] / bare_run["p99_ms"])
     print(f"{name}: ack p50 {run['p50_ms']:.0f} ms, p99 {run['p99_ms']:.0f} ms | bare p50 {bare_run['p50_ms']:.0f} ms, "
-          f"p99 {bare_run['p99_ms']:.0f} ms | p99 ratio {ratio:.2f} | every comment after "
+          f"p99 {bare_run['p99_ms']:.0f} ms | p99 ratio {ratio:.2f} | web CPU per delivery {run['cpu_ms']:.3f} ms, "
+          f"bare {bare_run['cpu_ms']:.3f} ms | load average {os.getloadavg()[0]:.1f} | every comment after "
           f"{run['all_comments_s']:.1f} s | lost {run['lost']}, doubled {run['doubled']}, dropped connections "
           f"{run['dropped']} (bare {bare_run['dropped']}) | statuses {run['statuses']} | RSS MiB (web, workers) "
           f"{run['rss_mib']}", flush=True)
+    return ratio
 
 
 def main() -> None:
@@ -231,27 +285,14 @@ def main() -> None:
     parser.add_argument("--deliveries", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=200)
     parser.add_argument("--setups", default="sqlite,postgres")
+    parser.add_argument("--rounds", type=int, default=3, help="load rounds per setup, each on fresh issues")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="ddl-triage-load-"))
-    print(f"{args.deliveries} deliveries at concurrency {args.concurrency}; {os.cpu_count()} CPUs", flush=True)
+    print(f"{args.deliveries} deliveries at concurrency {args.concurrency}, {args.rounds} rounds; "
+          f"{os.cpu_count()} CPUs", flush=True)
     try:
         for setup in args.setups.split(","):
-            fake = FakeGitHubProcess(args.deliveries, workdir)
-            stop_pg: list[str] = []
-            try:
-                requests = requests_for(fake.payloads)
-                bare_run = bare(requests, args.concurrency)
-                if setup == "sqlite":
-                    url, replicas = f"sqlite:///{workdir / 'load.sqlite3'}", 1
-                else:
-                    url, stop_pg = postgres_cluster(workdir)
-                    replicas = 2
-                run = service(requests_for(fake.payloads), args.concurrency, fake, url, replicas, args.deliveries)
-                report(f"{setup} ({replicas} replica{'s' if replicas > 1 else ''})", bare_run, run)
-            finally:
-                fake.stop()
-                if stop_pg:
-                    subprocess.run(stop_pg, capture_output=True)
+            run_setup(setup, workdir, args.deliveries, args.concurrency, args.rounds)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -61,6 +61,8 @@ class Settings(BaseSettings):
     job_lease_s: float = 30.0
     # How long the webhook waits for the database before answering 503 with Retry-After (GitHub waits 10 s).
     ack_timeout_s: float = 3.0
+    # Deliveries received but not yet committed, per web process; past it the webhook answers 503 at once.
+    max_pending_deliveries: int = Field(default=2000, ge=1)
     # Bearer token for /metrics, /decisions and the OpenAPI pages (unset: open only in shadow mode on loopback).
     ops_token: SecretStr | None = None
     retention_days: float = 30.0  # finished jobs, their deliveries, and decisions older than this are deleted

@@ -79,6 +79,27 @@ class FakeRepo:
     timelines: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
 
+@dataclass
+class Hold:
+    """One request held by the fake (see `FakeGitHub.hold`): `arrived` is set while it waits."""
+
+    after: bool
+    arrived: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
+
+    dropped: bool = False
+
+    def wait(self, timeout: float = 120.0) -> None:
+        self.arrived.set()
+        self.released.wait(timeout)
+
+    def release(self, drop: bool = False) -> None:
+        """Let the request go on; with `drop`, a request held before its answer is dropped unanswered
+        (its client is gone, as after a kill -9: it has no effect)."""
+        self.dropped = drop
+        self.released.set()
+
+
 class FakeGitHub:
     """A recording stand-in for api.github.com; state lives in plain dicts the tests inspect."""
 
@@ -97,6 +118,7 @@ class FakeGitHub:
         # The App's webhook deliveries (GET /app/hook/deliveries), newest first; a redelivery calls `redeliver`.
         self.hook_deliveries: list[dict[str, Any]] = []
         self.redeliver: Callable[[dict[str, Any]], None] = lambda delivery: None
+        self._holds: dict[tuple[str, str], Hold] = {}
         self._lock = threading.Lock()
         self._next_id = 1000
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -163,6 +185,19 @@ class FakeGitHub:
             if now < until:
                 return status, headers
         return None
+
+    def hold(self, method: str, path: str, after: bool = False) -> Hold:
+        """The next request to `method path` waits until released: before it is answered, or with `after`,
+        once it has taken effect (a comment written) but before its answer is sent. For killing a client
+        mid-request; one request only, later ones pass."""
+        hold = Hold(after=after)
+        with self._lock:
+            self._holds[(method, path)] = hold
+        return hold
+
+    def _take_hold(self, method: str, path: str) -> Hold | None:
+        with self._lock:
+            return self._holds.pop((method, path), None)
 
     # --- the App's webhook deliveries (issue 9: missed-delivery recovery) ---------------------------------
 
@@ -469,8 +504,16 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length) if length else b""
             body = json.loads(raw) if raw else None
             path, _, query = self.path.partition("?")
+            hold = fake._take_hold(self.command, path)
+            if hold is not None and not hold.after:
+                hold.wait()
+                if hold.dropped:
+                    self.close_connection = True
+                    return
             status, headers, payload = fake.answer(self.command, path, query, body,
                                                    self.headers.get("Authorization", ""))
+            if hold is not None and hold.after:
+                hold.wait()
             if status == DROP:
                 self.close_connection = True
                 self.connection.close()

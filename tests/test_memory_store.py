@@ -8,7 +8,7 @@ import pytest
 
 from bot.memory.index import MemoryIndex
 from bot.memory.store import MemoryIssue, MemoryStore, SyncCursor
-from tests.test_service_store import postgres_server, url  # noqa: F401  (fixtures: both database engines)
+from tests.test_service_store import postgres_cluster, postgres_server, url  # noqa: F401  (fixtures: both engines)
 
 A, B = "org/a", "org/b"
 
@@ -55,3 +55,21 @@ def test_the_memory_tables_upsert_version_search_and_forget_per_repository(url: 
         assert store.count(A) == 0 and store.cursor(A) is None and store.count(B) == 1
     finally:
         store.close()
+
+
+def test_replicas_starting_together_on_one_new_database_each_get_the_tables(url: str) -> None:  # noqa: F811
+    """Two replicas' first start on PostgreSQL raced on CREATE TABLE IF NOT EXISTS (a unique violation)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bot.service.store import Store
+
+    def start(_: int) -> int:
+        service, memory = Store(url), MemoryStore(url)
+        try:
+            return memory.count(A) + service.job_counts().get("queued", 0)
+        finally:
+            memory.close()
+            service.close()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert list(pool.map(start, range(4))) == [0, 0, 0, 0]

@@ -91,8 +91,9 @@ def test_the_worker_survives_a_failed_outcome_write_and_the_job_ends_in_one_comm
                     held.set()
                     time.sleep(1.5)
 
-            locks.append(threading.Thread(target=hold))
-            locks[0].start()
+            lock = threading.Thread(target=hold)
+            lock.start()
+            locks.append(lock)  # only once started: the test joins it as soon as it is in the list
             held.wait()
         return outcome
 

@@ -15,7 +15,7 @@ from bot.service.store import Store
 from bot.service.upkeep import list_jobs, prune, reserve_write, retry_jobs
 from bot.settings import Settings
 from tests.fake_github import REPO, FakeGitHub, app_settings_for, deliver, issue_payload, running_service, wait_idle
-from tests.test_service_store import _new_database, postgres_server  # noqa: F401  (a fixture)
+from tests.test_service_store import _new_database, postgres_cluster, postgres_server  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -7,9 +7,19 @@ import logging
 import pytest
 
 from bot.domain import AxisPrediction, EnvironmentFacts, TriageResult
-from bot.service.repo_config import RepoConfig, apply_thresholds, label_names, parse_repo_config
+from bot.service.credentials import AppCredentials
+from bot.service.github import GitHubApp
+from bot.service.repo_config import (
+    CONFIG_PATH,
+    RepoConfig,
+    apply_thresholds,
+    label_names,
+    load_repo_config,
+    parse_repo_config,
+)
 from bot.settings import AXES
 from bot.taxonomy import Taxonomy
+from tests.fake_github import REPO, FakeGitHub
 
 
 def _result() -> TriageResult:
@@ -62,3 +72,15 @@ def test_label_names_come_from_the_taxonomy_through_the_config_map(taxonomy: Tax
     assert label_names(RepoConfig(), _result()) == []
     config = parse_repo_config("labels:\n  enabled: true\n  names: {kind: {bug_report: bug}}\n", taxonomy)
     assert label_names(config, _result()) == ["bug", "symptom:hang_timeout"]
+
+
+def test_the_config_is_read_as_the_installation_and_an_unreadable_one_gives_the_defaults(
+        taxonomy: Taxonomy, github: FakeGitHub, caplog: pytest.LogCaptureFixture) -> None:
+    client = GitHubApp(AppCredentials(github.app_id, github.private_key, github.base_url), 0.0).installation(51000001)
+    github.repos[REPO].files[CONFIG_PATH] = "enabled: false\n"
+    assert load_repo_config(client, REPO, taxonomy) == RepoConfig(enabled=False)
+    github.fail("GET", f"/repos/{REPO}/contents/{CONFIG_PATH}", (403, {}, "Resource not accessible by integration"))
+    with caplog.at_level(logging.WARNING, logger="bot.service.repo_config"):
+        assert load_repo_config(client, REPO, taxonomy) == RepoConfig()
+    assert "cannot be read, using the defaults" in caplog.text
+    assert load_repo_config(None, REPO, taxonomy) == RepoConfig(), "no credentials: the defaults"

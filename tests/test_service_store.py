@@ -12,11 +12,13 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from bot.engine import Engine
+from bot.service.deliveries import NewDelivery
 from bot.service.events import Decision
 from bot.service.store import Store
 from bot.settings import Settings
@@ -29,8 +31,20 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class PostgresCluster:
+    """A running throwaway cluster: its URL (no database name) and `pg_ctl` on its data directory."""
+
+    url: str
+    pg_ctl: tuple[str, ...]
+
+    def ctl(self, *args: str) -> None:
+        """Run `pg_ctl ARGS` on the cluster (e.g. "-m", "fast", "stop"), waiting until it has done so."""
+        subprocess.run([*self.pg_ctl, "-w", *args], check=True, capture_output=True)
+
+
 @pytest.fixture(scope="module")
-def postgres_server() -> Iterator[str]:
+def postgres_cluster() -> Iterator[PostgresCluster]:
     """A throwaway PostgreSQL cluster (initdb + pg_ctl) for this module; skipped without the binaries."""
     bins = [p for p in sorted(Path("/usr/lib/postgresql").glob("*/bin")) if (p / "initdb").exists()]
     if not bins:
@@ -45,16 +59,24 @@ def postgres_server() -> Iterator[str]:
         os.chown(data, user.pw_uid, user.pw_gid)
         prefix = ["runuser", "-u", "postgres", "--"]
     port = _free_port()
-    run = [*prefix, str(bins[-1] / "pg_ctl"), "-D", str(data / "db")]
+    # The server's options and log file are part of the command, so that a restart keeps them.
+    run = (*prefix, str(bins[-1] / "pg_ctl"), "-D", str(data / "db"), "-o", f"-p {port} -k {data} -h 127.0.0.1",
+           "-l", str(data / "log"))
     subprocess.run([*prefix, str(bins[-1] / "initdb"), "-D", str(data / "db"), "-U", "postgres", "--auth=trust",
                     "-E", "UTF8"], check=True, capture_output=True)
-    subprocess.run([*run, "-o", f"-p {port} -k {data} -h 127.0.0.1", "-l", str(data / "log"), "-w", "start"],
-                   check=True, capture_output=True)
+    cluster = PostgresCluster(f"postgresql://postgres@127.0.0.1:{port}", run)
+    cluster.ctl("start")
     try:
-        yield f"postgresql://postgres@127.0.0.1:{port}"
+        yield cluster
     finally:
         subprocess.run([*run, "-m", "immediate", "stop"], capture_output=True)
         shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def postgres_server(postgres_cluster: PostgresCluster) -> str:
+    """The URL of the module's throwaway PostgreSQL cluster (add a database name with `_new_database`)."""
+    return postgres_cluster.url
 
 
 def _new_database(server: str) -> str:
@@ -161,6 +183,30 @@ def test_a_failed_job_keeps_its_error_and_a_redelivery_queues_it_again(store: St
     assert kept.status == "failed" and "after 6 attempts" in (kept.last_error or "")
     assert _record(store, "d-1") == (False, job.id)
     assert store.job(job.id).status == "queued" and store.job(job.id).attempts == 0
+
+
+def test_a_batch_stores_new_deliveries_in_order_and_answers_seen_ones_like_single_ones(store: Store) -> None:
+    """The webhook's group commit (one statement per row on SQLite, set-based on PostgreSQL) gives what a
+    delivery at a time would: new ids get jobs in arrival order, an id twice in one batch is stored once,
+    a seen id is a duplicate unless its job had failed for good (then it is queued again)."""
+    _record(store, "seen")
+    _record(store, "failed")
+    job = store.claim_job()
+    assert job is not None and job.delivery_id == "seen"
+    store.finish_job(job.id, job.lease_token)
+    failed = store.claim_job()
+    assert failed is not None and failed.delivery_id == "failed"
+    store.fail_job(failed.id, failed.lease_token, "GitHub answered 500")
+
+    def new(delivery: str) -> NewDelivery:
+        return NewDelivery(delivery, "issues", "opened", '{"action": "opened"}', f"o/r#{delivery}")
+
+    results = store.record_deliveries([new("a"), new("seen"), new("b"), new("a"), new("failed"), new("c")])
+    assert [r[0] for r in results] == [True, False, True, False, False, True]
+    assert results[1] == (False, None) and results[3] == (False, None) and results[4] == (False, failed.id)
+    a, b, c = results[0][1], results[2][1], results[5][1]
+    assert a is not None and b is not None and c is not None and a < b < c
+    assert store.job_counts() == {"done": 1, "queued": 4}
 
 
 def test_decisions_and_feedback_round_trip(store: Store) -> None:

@@ -14,7 +14,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from bot.errors import ConfigError
-from bot.service.store import connect_sqlite, transaction
+from bot.service.database import connect_sqlite, live_postgres, transaction
+from bot.service.store import SCHEMA_LOCK
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_issues (
@@ -82,6 +83,8 @@ class MemoryStore:
         self._lock = threading.Lock()
         self._conn: Any = _connect(url, self.postgres)
         with self._tx() as run:
+            if self.postgres:  # replicas starting together: one creates the tables, the others wait for it
+                run("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
             for statement in SCHEMA.format(blob="BYTEA" if self.postgres else "BLOB").split(";"):
                 if statement.strip():
                     run(statement)
@@ -90,11 +93,18 @@ class MemoryStore:
         with self._lock:
             self._conn.close()
 
+    def pragma(self, statement: str) -> list[tuple[Any, ...]]:
+        """`PRAGMA statement` on this store's own connection (SQLite only; most PRAGMAs are per connection)."""
+        if self.postgres:
+            raise ConfigError("PRAGMA is an SQLite statement; this store is on PostgreSQL")
+        with self._lock:
+            return list(self._conn.execute(f"PRAGMA {statement}").fetchall())
+
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         with self._lock:
-            if self.postgres and (self._conn.closed or self._conn.broken):
-                self._conn = _connect(self.url, True)
+            if self.postgres:  # the server restarted: a new connection, or StoreUnavailable while it is down
+                self._conn = live_postgres(self._conn, lambda: _connect(self.url, True))
             with transaction(self._conn, self.postgres) as run:
                 yield run
 

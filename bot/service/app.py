@@ -23,6 +23,7 @@ from bot.service.credentials import AppCredentials, check_credentials
 from bot.service.errors import DeliveryRejected, StoreBusy
 from bot.service.feedback import learn_corrections
 from bot.service.github import GitHubApp
+from bot.service.intake import Intake
 from bot.service.logs import configure_logging
 from bot.service.metrics import Metrics, event_label
 from bot.service.state import EngineSlot, ServiceOptions, ServiceState
@@ -33,9 +34,8 @@ from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
-INTAKE_CONNECTIONS = 4  # per web process, on PostgreSQL
+INTAKE_CONNECTIONS = 1  # writer threads per web process on PostgreSQL (SQLite serialises writers: one)
 WORKER_NICENESS = 10
-SQLITE_INTAKE_WAIT_S = 0.5  # the SQLite insert runs on the event loop: it may stall it this long at most
 GitHubFactory = Callable[[Settings], GitHubApp | None]
 
 
@@ -80,16 +80,15 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
             learn(engine)
         elif options.run_worker:  # only a process that runs a worker needs the engine
             slot.load_in_background(settings, on_ready=learn)
-        # The intake's waits (its lock, then the database's) end before the ack's bound: a refused delivery
-        # was not stored either, as far as timing allows (a redelivery is deduplicated by its id anyway).
-        intake = open_store(settings, busy_timeout_s=settings.ack_timeout_s * 0.4 if store.postgres
-                            else min(SQLITE_INTAKE_WAIT_S, settings.ack_timeout_s))
-        extra = [open_store(settings, busy_timeout_s=settings.ack_timeout_s * 0.4)
-                 for _ in range(INTAKE_CONNECTIONS - 1)] if store.postgres else []
+        # The intake's own connections wait for the database less than the ack's bound, so that a delivery
+        # refused with 503 was, as far as timing allows, not stored either (a redelivery is deduplicated anyway).
+        intake = Intake([open_store(settings, busy_timeout_s=settings.ack_timeout_s * 0.4)
+                         for _ in range(INTAKE_CONNECTIONS if store.postgres else 1)],
+                        timeout_s=settings.ack_timeout_s, max_pending=settings.max_pending_deliveries)
         if client is not None:
             client.pace_with(lambda installation, interval: reserve_write(store, installation, interval))
         state = ServiceState(settings=settings, options=options, store=store, metrics=Metrics(), engine=slot,
-                             github=client, intake=intake, intake_extra=extra,
+                             github=client, intake=intake,
                              memory=Memory.open(settings))
         worker = Worker(state)
         state.worker_alive = lambda: worker.alive
@@ -102,15 +101,14 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
         finally:
             worker.stop(options.shutdown_timeout_s)
             store.close()
-            for connection in [intake, *extra]:
-                connection.close()
+            intake.close()
             if state.memory is not None:
                 state.memory.close()
             log.info("ddl-triage service stopped")
 
     app = FastAPI(title="ddl-triage", lifespan=lifespan,
                   summary="Triage suggestions for new issues of distributed deep-learning frameworks")
-    app.include_router(webhook.router)
+    app.router.routes.append(webhook.route)
     app.include_router(ops.router)
     app.add_middleware(ops.OpsGuard)
     app.add_exception_handler(DeliveryRejected, _rejected)  # type: ignore[arg-type]

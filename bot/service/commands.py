@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from bot.service.events import WebhookEvent
 from bot.service.feedback import learn_corrections, record_corrections, validate_corrections
+from bot.service.repo_config import load_repo_config
 from bot.service.router import JobContext, Router
 from bot.service.triage_job import triage_issue
 
@@ -59,7 +60,8 @@ def handle_comment(ctx: JobContext, event: WebhookEvent) -> str:
     if (command.corrections or command.unparsed) and not corrections:
         return "invalid command"
     if corrections:
-        if not ctx.repo_config(event.repo).enabled:  # the repository turned the bot off: learn nothing there
+        # The repository turned the bot off: learn nothing there.
+        if not load_repo_config(ctx.client, event.repo, ctx.engine.taxonomy).enabled:
             return "disabled by the repository's config"
         record_corrections(ctx.state.store, ctx.delivery_id, event, author, corrections)
         learn_corrections(ctx.engine, ctx.state.store, ctx.state.settings.github_api_url)

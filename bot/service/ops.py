@@ -88,7 +88,7 @@ async def healthz(state: StateDep) -> JSONResponse:
 
 async def _readiness(state: ServiceState) -> dict[str, object]:
     body: dict[str, object] = {"shadow": state.shadow}
-    probe = state.intake or state.store
+    probe = state.intake or state.store  # the intake: the connection the webhook itself depends on
     try:
         await asyncio.wait_for(run_in_threadpool(probe.ping), timeout=state.settings.ack_timeout_s)
         body["database"] = "ok"

@@ -1,19 +1,16 @@
-"""Routing a job to its handler by (event, action), bedevere-style: each concern owns its own Router."""
+"""Routing a job to its handler by (event, action), bedevere-style: each concern owns its own Router.
+
+Dispatch only: no I/O here (a handler reads what it needs, e.g. `repo_config.load_repo_config`)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.engine import Engine
-from bot.service.errors import PermanentGitHubError
 from bot.service.events import WebhookEvent
 from bot.service.github import InstallationClient
-from bot.service.repo_config import CONFIG_PATH, RepoConfig, parse_repo_config
 from bot.service.state import ServiceState
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -28,16 +25,6 @@ class JobContext:
     @property
     def shadow(self) -> bool:
         return self.state.shadow
-
-    def repo_config(self, repo: str) -> RepoConfig:
-        """The repository's `.github/ddl-triage.yml` (the defaults without credentials or without a file)."""
-        where = f"{repo}/{CONFIG_PATH}"
-        try:
-            text = self.client.read_file(repo, CONFIG_PATH) if self.client else None
-        except PermanentGitHubError as exc:  # e.g. 403: the App's single-file permission names another path
-            log.warning("%s cannot be read, using the defaults: %s", where, exc)
-            text = None
-        return parse_repo_config(text, self.engine.taxonomy, where)
 
 
 Handler = Callable[[JobContext, WebhookEvent], str]

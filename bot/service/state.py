@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from fastapi import Depends, Request
 from bot.engine import Engine, build_engine
 from bot.memory.service import Memory
 from bot.service.github import GitHubApp
+from bot.service.intake import Intake
 from bot.service.metrics import Metrics
 from bot.service.store import Store
 from bot.settings import Settings
@@ -66,28 +66,17 @@ class ServiceState:
     github: GitHubApp | None
     wake_worker: threading.Event = field(default_factory=threading.Event)
     worker_alive: Callable[[], bool] = lambda: False
-    # The webhook's own connection, with a short busy timeout, so the ack never queues behind a worker's write.
-    intake: Store | None = None
-    # On PostgreSQL more connections for the webhook, so that inserts overlap (SQLite serialises writers).
-    intake_extra: list[Store] = field(default_factory=list)
-    _intake_free: queue.SimpleQueue[Store] = field(default_factory=queue.SimpleQueue)
-
-    def __post_init__(self) -> None:
-        for store in [self.intake, *self.intake_extra]:
-            if store is not None:
-                self._intake_free.put(store)
-
-    def take_intake(self) -> Store:
-        """A free intake connection (the main store when there is none); hand it back with `give_intake`."""
-        try:
-            return self._intake_free.get_nowait() if self.intake is not None else self.store
-        except queue.Empty:
-            return self._intake_free.get(timeout=self.settings.ack_timeout_s)
-
-    def give_intake(self, store: Store) -> None:
-        if store is not self.store:
-            self._intake_free.put(store)
+    # The webhook's writer (its own connections, group commit), so the ack never queues behind a worker's write.
+    intake: Intake | None = None
     memory: Memory | None = None  # the repository memory (its own tables in the same database)
+
+    def sqlite_pragma(self, statement: str) -> None:
+        """`PRAGMA statement` on every connection this instance holds to its SQLite database (the worker's,
+        the intake's, the memory's): SQLite keeps settings such as `max_page_count` per connection."""
+        intake = self.intake.stores if self.intake else []
+        for store in [self.store, *intake, self.memory.store if self.memory else None]:
+            if store is not None:
+                store.pragma(statement)
 
     @property
     def shadow(self) -> bool:
@@ -95,7 +84,8 @@ class ServiceState:
         return self.settings.shadow or self.github is None
 
 
-def _state(request: Request) -> ServiceState:
+async def _state(request: Request) -> ServiceState:
+    # async on purpose: FastAPI runs a plain-def dependency in its thread pool, a thread hop per request.
     state: ServiceState = request.app.state.service
     return state
 

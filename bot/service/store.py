@@ -8,11 +8,21 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-from bot.errors import ConfigError, TriageError
+from bot.errors import ConfigError
+from bot.service.database import (  # StoreUnavailable and the connectors are imported from here too
+    StoreUnavailable,
+    check_room,
+    connect_postgres,
+    connect_sqlite,
+    live_postgres,
+    transaction,
+)
+from bot.service.deliveries import NewDelivery, Recorded, record_deliveries
 from bot.service.events import Decision, Job
+
+__all__ = ["Store", "StoreUnavailable", "connect_sqlite", "transaction"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -55,35 +65,6 @@ RETURNING {JOB_COLUMNS}"""
 # Every outcome write names the lease it holds: a worker whose lease was taken over changes nothing.
 OWNED = "WHERE id = ? AND lease_token = ? AND status = 'running'"
 
-
-@contextmanager
-def transaction(conn: Any, postgres: bool) -> Iterator[Any]:
-    """One transaction on a SQLite or PostgreSQL connection; yields `run(sql, params)` with `?` placeholders.
-
-    SQLite takes its write lock at the start (BEGIN IMMEDIATE), so a busy database fails fast, not mid-way.
-    """
-    cur = conn.cursor()
-
-    def run(sql: str, params: Sequence[Any] = ()) -> Any:
-        cur.execute(sql.replace("?", "%s") if postgres else sql, tuple(params))
-        return cur
-
-    try:
-        if not postgres:
-            cur.execute("BEGIN IMMEDIATE")
-        yield run
-        conn.commit()
-    except BaseException:
-        conn.rollback()
-        raise
-    finally:
-        cur.close()
-
-
-class StoreUnavailable(TriageError):
-    """The database did not answer within the bounded wait (locked, unreachable, or its disk full)."""
-
-
 class Store:
     """One connection guarded by a lock; every method is one transaction. SQL is shared by both engines."""
 
@@ -106,7 +87,7 @@ class Store:
 
     def _connect(self) -> Any:
         if self.postgres:
-            return _connect_postgres(self.url, self.busy_timeout_s)
+            return connect_postgres(self.url, self.busy_timeout_s)
         return connect_sqlite(self.url, self.busy_timeout_s)
 
     def _add_column(self, run: Any, table: str, column: str, kind: str) -> None:
@@ -122,9 +103,19 @@ class Store:
         return self._tx()
 
     def ping(self) -> None:
-        """Raise unless the database answers (the readiness check)."""
+        """Raise unless the database answers and, on SQLite, has room to store a delivery (the readiness
+        check: a full database answers reads, so a bare SELECT would call it ready)."""
         with self._tx() as run:
             run("SELECT 1").fetchone()
+            if not self.postgres:
+                check_room(run, self.url)
+
+    def pragma(self, statement: str) -> list[tuple[Any, ...]]:
+        """`PRAGMA statement` on this store's own connection: SQLite keeps most of them per connection."""
+        if self.postgres:
+            raise ConfigError("PRAGMA is an SQLite statement; this store is on PostgreSQL")
+        with self._lock:
+            return list(self._conn.execute(f"PRAGMA {statement}").fetchall())
 
     def close(self) -> None:
         with self._lock:
@@ -142,33 +133,25 @@ class Store:
 
     @contextmanager
     def _tx_locked(self) -> Iterator[Any]:
-        if self.postgres and (self._conn.closed or self._conn.broken):  # the server restarted: reconnect
-            self._conn = self._connect()
+        if self.postgres:  # the server restarted: a new connection, or StoreUnavailable while it is down
+            self._conn = live_postgres(self._conn, self._connect)
         with transaction(self._conn, self.postgres) as run:
             yield run
 
     # --- deliveries and jobs ------------------------------------------------------------------------------
 
     def record_delivery(self, delivery_id: str, event: str, action: str, payload: str, issue_key: str
-                        ) -> tuple[bool, int | None]:
+                        ) -> Recorded:
         """Store a delivery and queue its job; (False, job id) for a delivery seen before.
 
         A redelivered id whose job had failed for good is queued again (GitHub's "Redeliver" is the retry).
         """
-        now = time.time()
+        return self.record_deliveries([NewDelivery(delivery_id, event, action, payload, issue_key)])[0]
+
+    def record_deliveries(self, deliveries: Sequence[NewDelivery]) -> list[Recorded]:
+        """`record_delivery` for several deliveries in one transaction (the webhook's group commit)."""
         with self._tx() as run:
-            inserted = run("INSERT INTO deliveries (id, event, action, payload, received_at) "
-                           "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id",
-                           (delivery_id, event, action, payload, now)).fetchone()
-            if inserted is None:
-                row = run("UPDATE jobs SET status = 'queued', attempts = 0, next_attempt_at = ?, "
-                          "updated_at = ? WHERE delivery_id = ? AND status = 'failed' RETURNING id",
-                          (now, now, delivery_id)).fetchone()
-                return False, row[0] if row else None
-            row = run("INSERT INTO jobs (delivery_id, event, action, issue_key, status, next_attempt_at, "
-                      "received_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id",
-                      (delivery_id, event, action, issue_key, now, now, now)).fetchone()
-            return True, int(row[0])
+            return record_deliveries(run, deliveries, self.postgres)
 
     def delivery_payload(self, delivery_id: str) -> str:
         with self._tx() as run:
@@ -298,28 +281,3 @@ def _is_integrity_error(exc: Exception) -> bool:
     import psycopg
 
     return isinstance(exc, psycopg.IntegrityError)
-
-
-def connect_sqlite(url: str, busy_timeout_s: float) -> sqlite3.Connection:
-    """The service database on SQLite (autocommit, WAL): for the job store and the repository memory."""
-    if not url.startswith("sqlite:///"):
-        raise ConfigError(f"DDL_TRIAGE_DATABASE_URL {url!r} is not supported; use sqlite:///PATH or "
-                          "postgresql://USER@HOST/DB")
-    path = url.removeprefix("sqlite:///")
-    if path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=busy_timeout_s)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA foreign_keys=ON")
-    return conn
-
-
-def _connect_postgres(url: str, busy_timeout_s: float) -> Any:
-    import psycopg
-
-    try:  # a statement (a lock wait included) is cancelled after the bound instead of hanging the caller
-        return psycopg.connect(url, connect_timeout=max(1, round(busy_timeout_s)),
-                               options=f"-c statement_timeout={round(busy_timeout_s * 1000)}")
-    except psycopg.OperationalError as exc:
-        raise ConfigError(f"DDL_TRIAGE_DATABASE_URL: cannot connect to PostgreSQL: {exc}".strip()) from None

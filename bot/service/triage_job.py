@@ -9,6 +9,7 @@ from bot.comment import render_comment
 from bot.decision import decide
 from bot.memory.events import recall, remember_from_delivery
 from bot.service.events import Decision, IssueSnapshot, PostedComment, WebhookEvent
+from bot.service.repo_config import load_repo_config
 from bot.service.router import JobContext, Router
 
 log = logging.getLogger(__name__)
@@ -24,7 +25,7 @@ def handle_issue(ctx: JobContext, event: WebhookEvent) -> str:
 def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     """Triage the issue as it is now and upsert the bot's comment; returns the outcome."""
     remember_from_delivery(ctx, event)
-    config = ctx.repo_config(event.repo)
+    config = load_repo_config(ctx.client, event.repo, ctx.engine.taxonomy)
     if not config.enabled:
         return "disabled by the repository's config"
     snapshot = (ctx.client.read_issue(event.repo, event.number) if ctx.client

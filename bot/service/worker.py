@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from bot.errors import TriageError
+from bot.service.database import StoreUnavailable, unavailable
 from bot.service.errors import PermanentGitHubError, RateLimited, TransientGitHubError
 from bot.service.events import Job
 from bot.service.jobs import execute_job
 from bot.service.logs import bind_delivery
 from bot.service.recovery import recover_missed
 from bot.service.state import ServiceState
-from bot.service.store import StoreUnavailable
 from bot.service.upkeep import prune, worker_beat
 
 log = logging.getLogger(__name__)
@@ -130,14 +130,19 @@ class Worker:
                 outcome = self._execute(self.state, job)
         except RateLimited as exc:  # GitHub said when: wait that long, and the attempt is not spent
             self._again(job, "rate_limited", str(exc), max(1.0, exc.retry_after), spend=False)
-        except (TransientGitHubError, StoreUnavailable) as exc:
+        except TransientGitHubError as exc:
             self._again(job, "transient", str(exc), self.backoff(job.attempts))
+        except StoreUnavailable as exc:  # before TriageError, which it is: the database, not the job
+            self._database_down(job, exc)
         except (PermanentGitHubError, TriageError) as exc:
             self._give_up(job, "permanent", str(exc))
         except HOPELESS as exc:
             self._give_up(job, "permanent", f"{type(exc).__name__}: {exc}"[:500])
-        except Exception as exc:  # a bug: logged with its traceback, retried like a transient error
-            log.exception("job %s raised", job.id)
+        except Exception as exc:
+            if unavailable(exc):
+                self._database_down(job, exc)
+                return
+            log.exception("job %s raised", job.id)  # a bug: logged with its traceback, retried like a transient
             self._again(job, "internal", f"{type(exc).__name__}: {exc}", self.backoff(job.attempts))
         else:
             if store.finish_job(job.id, job.lease_token):
@@ -190,6 +195,11 @@ class Worker:
         self.state.metrics.jobs.labels(outcome="retried").inc()
         log.warning("job %s attempt %d failed (%s); retrying in %.1fs", job.id, job.attempts, error, delay_s,
                     extra={"job": job.id, "reason": reason})
+
+    def _database_down(self, job: Job, exc: Exception) -> None:
+        """The database is locked, full or restarting: not the job's fault, so its attempt is given back
+        (a disk full for an hour loses nothing); the record of that may fail too, then the lease runs out."""
+        self._again(job, "database", f"{type(exc).__name__}: {exc}", self.backoff(job.attempts), spend=False)
 
     def _give_up(self, job: Job, reason: str, error: str) -> None:
         if reason == "permanent":

@@ -7,6 +7,7 @@ from bot.domain import Case
 from bot.errors import PredictorError
 from bot.normalise import normalise
 from bot.predictors.base import AxisDistributions, Predictor, Query, TrainingSet, make_predictor, predictor_names
+from bot.predictors.fused import FusedLinearPredictor, fuse
 from bot.predictors.knn import KnnPredictor
 from bot.predictors.linear import LinearPredictor
 from bot.retrieval import CaseIndex
@@ -54,7 +55,8 @@ def fit_and_predict_oom_and_hang(predictor: Predictor, taxonomy: Taxonomy) -> li
                                     _query(data, "collective timeout, the job hangs", [0, 1, 0, 0])])
 
 
-@pytest.mark.parametrize("predictor", [KnnPredictor(k=5), LinearPredictor()], ids=["knn", "linear"])
+@pytest.mark.parametrize("predictor", [KnnPredictor(k=5), LinearPredictor(), FusedLinearPredictor()],
+                         ids=["knn", "linear", "linear-fused"])
 def test_predictors_recover_separable_labels(taxonomy: Taxonomy, predictor) -> None:  # type: ignore[no-untyped-def]
     oom, hang = fit_and_predict_oom_and_hang(predictor, taxonomy)
     assert max(oom["symptom"], key=oom["symptom"].get) == "out_of_memory"
@@ -78,7 +80,7 @@ def test_silver_guesses_teach_only_when_allowed(taxonomy: Taxonomy) -> None:
     assert TrainingSet.build(index, [""], taxonomy, use_silver=False).targets["root_cause"] == [None]
 
 
-@pytest.mark.parametrize("name", ["linear", "linear-title", "default", "linear-without-r3"])
+@pytest.mark.parametrize("name", ["linear", "linear-title", "linear-fused", "default", "linear-without-r3"])
 def test_a_stored_predictor_predicts_exactly_as_the_fitted_one(taxonomy: Taxonomy, name: str) -> None:
     from eval import predictors as _eval_predictors  # noqa: F401  (registers linear-without-r3)
 
@@ -91,3 +93,13 @@ def test_a_stored_predictor_predicts_exactly_as_the_fitted_one(taxonomy: Taxonom
                _query(data, "collective timeout, the job hangs", [0, 1, 0, 0])]
     assert restored.predict_proba(queries) == fitted.predict_proba(queries)
     assert max(fitted.predict_proba(queries)[0]["symptom"].items(), key=lambda kv: kv[1])[0] == "out_of_memory"
+
+
+def test_fused_views_a_label_that_one_view_rules_out_loses_to_one_all_views_allow() -> None:
+    # Averaged, `a` would win (0.5 vs 0.45); multiplied, the view that all but rules it out decides.
+    words = {"a": 0.99, "b": 0.01 - 1e-6, "c": 1e-6}
+    title = {"a": 0.001, "b": 0.899, "c": 0.10}
+    fused = fuse([words, title])
+    assert max(fused, key=lambda label: fused[label]) == "b"
+    assert abs(sum(fused.values()) - 1) < 1e-9
+    assert fuse([words]) == pytest.approx(words)

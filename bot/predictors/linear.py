@@ -132,6 +132,6 @@ def _ensemble(settings: Settings) -> Predictor:
 @register("default")
 def _default(settings: Settings) -> Predictor:
     """Chosen by the paired table of repeated, grouped cross-validation on both ddl files (README, "Accuracy")."""
-    from bot.predictors.titled import TitledLinearPredictor  # the module imports this one
+    from bot.predictors.fused import FusedLinearPredictor
 
-    return TitledLinearPredictor()
+    return FusedLinearPredictor()

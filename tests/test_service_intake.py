@@ -102,7 +102,7 @@ def test_past_the_pending_bound_the_webhook_is_refused_at_once(db: tuple[str, St
     finally:
         holder.close()
         intake.close()
-    assert refused_after < 0.1
+    assert refused_after < 1.0  # at once: not after the 2 s the writer waits for the lock
     assert [o[0] for o in outcomes if not isinstance(o, BaseException)] == [True] * 3
     assert reader.job_counts() == {"queued": 3}
 

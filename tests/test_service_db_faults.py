@@ -57,6 +57,14 @@ def refused_while_down(client: TestClient, github: FakeGitHub, numbers: tuple[in
     return refused
 
 
+def queue_then_wait(client: TestClient, github: FakeGitHub, numbers: tuple[int, ...], comments: int) -> None:
+    """Deliver an issue for each of `numbers`, then wait until `comments` of them have the bot's comment: the
+    fault then comes with the queue still draining."""
+    for number in numbers:
+        assert deliver(client, issue_payload(github, number=number)).status_code == 202
+    wait_until(lambda: sum(bot_comment_counts(github, numbers).values()) >= comments, timeout=60)
+
+
 def recover_refused(client: TestClient, state: ServiceState, missed: list[dict[str, Any]]) -> None:
     """The worker's periodic sweep (every ten minutes; run here at once) asks GitHub to redeliver what was
     refused; GitHub then sends each again under its own id."""
@@ -77,9 +85,7 @@ def test_postgresql_restarted_under_load_ends_in_one_comment_per_issue_and_the_w
     github.redeliver = missed.append
     with running_service(app, engine) as client:
         state = state_of(client)
-        for number in QUEUED:
-            assert deliver(client, issue_payload(github, number=number)).status_code == 202
-        wait_until(lambda: sum(bot_comment_counts(github, QUEUED).values()) >= 5, timeout=60)
+        queue_then_wait(client, github, QUEUED, comments=5)
         postgres_cluster.ctl("-m", "fast", "stop")
         try:
             assert refused_while_down(client, github, DURING, bound_s=app.ack_timeout_s + 1.0) == len(DURING)
@@ -170,9 +176,7 @@ def full_disk_then_freed(app: Settings, engine: Engine, github: FakeGitHub, disk
     github.redeliver = missed.append
     with running_service(app, engine) as client:
         state = state_of(client)
-        for number in queued:
-            assert deliver(client, issue_payload(github, number=number)).status_code == 202
-        wait_until(lambda: sum(bot_comment_counts(github, queued).values()) >= 2, timeout=60)
+        queue_then_wait(client, github, queued, comments=2)
         disk.fill(state)
         refused = refused_while_down(client, github, DURING, bound_s=app.ack_timeout_s + 1.0)
         assert refused > 0, "the full disk refused deliveries"

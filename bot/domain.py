@@ -50,6 +50,32 @@ class EnvironmentFacts(BaseModel):
         return {k: str(v) for k, v in self.model_dump().items() if v is not None}
 
 
+class ErrorSignature(BaseModel):
+    """One failure a report shows, canonicalised so that the same failure in two reports reads the same:
+    numbers, sizes, ranks, paths, addresses and hex replaced by placeholders (bot/signatures.py)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str  # exception | assertion | cuda | nccl | exit_code | signal | no_kernel_image | missing_module | ...
+    text: str  # the canonical form, e.g. "RuntimeError: The size of tensor a (<N>) must match ..."
+    digest: str  # a hash of kind and text: what the case pack and the repository memory index
+
+
+class Diagnosis(BaseModel):
+    """A failure the diagnostic knowledge base (taxonomy/diagnostics.yaml) recognises in the issue."""
+
+    id: str
+    title: str
+    reading: str  # one line: what the error means
+    next_step: str  # one line: the specific next step
+    symptoms: list[str] = Field(default_factory=list)  # the ddl-v1 symptoms it implies
+    stage: str | None = None
+    root_cause: str | None = None  # set only where the entry itself establishes it
+    fix_pattern: str | None = None
+    ask: str | None = None  # a fact id (taxonomy `facts:`) the next step needs, asked for when the text lacks it
+    matched: str = ""  # the text that matched, one line
+
+
 class AxisPrediction(BaseModel):
     """One axis: the shown label (None when abstaining), its calibrated confidence and the ranking head."""
 
@@ -69,6 +95,7 @@ class Neighbour(BaseModel):
     state: str | None = None
     score: float
     labels: Labels = Field(default_factory=dict)
+    signature: str | None = None  # the canonical error signature it shares with the issue, when it does
 
     @property
     def is_pull_request(self) -> bool:
@@ -90,6 +117,8 @@ class RelatedIssue(BaseModel):
     labels: list[str] = Field(default_factory=list)
     score: float
     possible_duplicate: bool = False
+    signature: str | None = None  # the canonical error signature it shares with the issue, when it does
+    released_in: str | None = None  # the release that carried its fix, when known
 
 
 class TriageResult(BaseModel):
@@ -107,6 +136,8 @@ class TriageResult(BaseModel):
     repo_labels: list[tuple[str, float]] = Field(default_factory=list)  # the repository's own labels it suggests
     needs_details: bool = False  # too little text to triage: the comment asks for the facts instead
     missing_facts: list[str] = Field(default_factory=list)  # ids of facts to ask for (taxonomy `facts:`)
+    signatures: list[ErrorSignature] = Field(default_factory=list)  # the failures the report shows
+    diagnoses: list[Diagnosis] = Field(default_factory=list)  # what the diagnostic knowledge base recognises
 
     def label(self, axis: str) -> str | None:
         return self.predictions[axis].label

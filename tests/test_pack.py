@@ -81,18 +81,45 @@ def test_building_twice_gives_byte_identical_packs(engine: Engine, settings: Set
     assert not any(a.dtype.hasobject for a in read_archive(first).arrays.values())
 
 
-def test_the_pack_predicts_what_the_data_directory_it_came_from_predicts(engine: Engine, pack_engine: Engine,
-                                                                        gold_dir: Path) -> None:
+def _probe_issues(gold_dir: Path) -> list[Issue]:
     lines = (gold_dir / "ddl-dev-r3.jsonl").read_text(encoding="utf-8").splitlines()[:20]
     issues = [build_issue(json.loads(line) | {"id": f"held-out-{i}"}) for i, line in enumerate(lines)]
-    issues += [build_issue({"id": f"new-{i}", "title": t, "body": b}) for i, (t, b) in enumerate(NEW_ISSUES)]
-    from_gold = engine.triage_many(issues)
-    from_pack = pack_engine.triage_many(issues)
-    for a, b in zip(from_gold, from_pack, strict=True):
+    return issues + [build_issue({"id": f"new-{i}", "title": t, "body": b}) for i, (t, b) in enumerate(NEW_ISSUES)]
+
+
+def test_a_pack_predicts_exactly_what_the_engine_it_was_built_from_predicts(
+        engine: Engine, settings: Settings, gold_dir: Path, tmp_path: Path) -> None:
+    """The pack is a faithful copy of the fitted engine: same labels, confidences and neighbours, bit for bit."""
+    built = build_pack(settings, tmp_path / "here.npz")
+    from_pack = engine_from_pack(settings.model_copy(update={"data_dir": None}), built, "default")
+    issues = _probe_issues(gold_dir)
+    for a, b in zip(engine.triage_many(issues), from_pack.triage_many(issues), strict=True):
+        for axis, pa in a.predictions.items():
+            assert (pa.label, pa.confidence) == (b.predictions[axis].label, b.predictions[axis].confidence)
+        assert [n.id for n in a.neighbours] == [n.id for n in b.neighbours]
+
+
+# The shipped pack was fitted on another machine: its embeddings differ from this CPU's in the last float bits
+# (1.8e-7 measured on an AMD EPYC), which moves the predictor's probabilities by about 1e-3; the isotonic
+# calibration, refitted on them, can turn that into a step of 0.06 in a confidence. So the model is compared on
+# its probabilities, and a shown label only away from the threshold. A pack built from other code or data moves
+# the probabilities by far more.
+PROBABILITY_TOLERANCE = 0.01
+CALIBRATION_STEP = 0.1
+
+
+def test_the_shipped_pack_predicts_what_the_data_directory_it_came_from_predicts(
+        engine: Engine, pack_engine: Engine, settings: Settings, gold_dir: Path) -> None:
+    issues = _probe_issues(gold_dir)
+    for a, b in zip(engine.triage_many(issues), pack_engine.triage_many(issues), strict=True):
         for axis, pa in a.predictions.items():
             pb = b.predictions[axis]
-            assert pa.label == pb.label, (a.issue_id, axis)
-            assert abs(pa.confidence - pb.confidence) < 1e-3, (a.issue_id, axis)
+            assert pa.top[0][0] == pb.top[0][0], (a.issue_id, axis)
+            ours, shipped = dict(pa.top), dict(pb.top)
+            for label in ours.keys() & shipped.keys():
+                assert abs(ours[label] - shipped[label]) < PROBABILITY_TOLERANCE, (a.issue_id, axis, label)
+            near = min(abs(pa.confidence - settings.threshold(axis)), abs(pb.confidence - settings.threshold(axis)))
+            assert pa.label == pb.label or near < CALIBRATION_STEP, (a.issue_id, axis)
         assert [n.id for n in a.neighbours] == [n.id for n in b.neighbours]
 
 

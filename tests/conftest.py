@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from bot.paths import default_data_dir
 from bot.settings import Settings
 from bot.taxonomy import Taxonomy, load_taxonomy
 from tests.fake_github import FakeGitHub, app_settings_for, github_holding
+
+CHECKOUT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")
@@ -26,8 +29,21 @@ def gold_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def session_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One state directory per session, so the case base is embedded and fitted once."""
-    return tmp_path_factory.mktemp("state")
+    """One state directory per session, so the case base is embedded and fitted once.
+
+    Its embedding cache and fitted models (both keyed by content) outlive the session in `.test-cache/` of the
+    checkout (or DDL_TRIAGE_TEST_CACHE), so a rerun skips the minutes of embedding and fitting; everything else
+    (databases, LLM answers) is new each session. DDL_TRIAGE_TEST_CACHE=off keeps it all fresh.
+    """
+    state = tmp_path_factory.mktemp("state")
+    kept = os.environ.get("DDL_TRIAGE_TEST_CACHE", str(CHECKOUT / ".test-cache"))
+    if kept != "off":
+        kept_dir = Path(kept).resolve()
+        (kept_dir / "fitted").mkdir(parents=True, exist_ok=True)
+        (state / "cache").mkdir()
+        (state / "cache" / "fitted").symlink_to(kept_dir / "fitted", target_is_directory=True)
+        (state / "cache" / "embeddings.sqlite3").symlink_to(kept_dir / "embeddings.sqlite3")  # SQLite follows it
+    return state
 
 
 @pytest.fixture(scope="session")

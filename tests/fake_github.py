@@ -45,6 +45,8 @@ SECRET = "test-webhook-secret"
 OPS_TOKEN = "test-ops-token"
 FAST = ServiceOptions(shutdown_timeout_s=10.0)
 DROP = 0  # a "status" that closes the connection without an answer
+# GitHub's legacy `permission` of a collaborator role (`role_name`); a role not named here keeps its name.
+LEGACY_PERMISSION = {"maintain": "write", "triage": "read"}
 
 
 @cache
@@ -75,7 +77,7 @@ class FakeRepo:
     issues: dict[int, dict[str, Any]] = field(default_factory=dict)
     labels: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
-    permissions: dict[str, str] = field(default_factory=dict)
+    permissions: dict[str, str] = field(default_factory=dict)  # login -> collaborator role (admin ... read)
     timelines: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
 
@@ -308,10 +310,12 @@ class FakeGitHub:
         if route == ("GET", "labels"):
             return 200, {}, [self._label(repo, name) for name in repo.labels]
         if method == "GET" and len(rest) == 3 and rest[0] == "collaborators" and rest[2] == "permission":
-            permission = repo.permissions.get(rest[1])
-            if permission is None:
+            role = repo.permissions.get(rest[1])
+            if role is None:
                 return 404, {}, {"message": "Not Found"}
-            return 200, {}, {"permission": permission, "user": {"login": rest[1], "type": "User"}}
+            # As GitHub answers: the role by name, and the legacy permission that folds maintain and triage away.
+            return 200, {}, {"permission": LEGACY_PERMISSION.get(role, role), "role_name": role,
+                             "user": {"login": rest[1], "type": "User"}}
         if route == ("GET", "issues", "comments", "{n}") and int(rest[2]) in self.comments:
             return 200, {}, _public(self.comments[int(rest[2])])
         if route == ("PATCH", "issues", "comments", "{n}") and int(rest[2]) in self.comments:

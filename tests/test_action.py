@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from bot.comment import has_marker
 from tests.fake_github import REPO, FakeGitHub, github_holding, issue_payload
@@ -70,3 +74,75 @@ def test_a_bot_event_and_a_missing_token_are_handled_in_one_line(github: FakeGit
                             timeout=600)
     assert broken.returncode == 1 and "Traceback" not in broken.stderr
     assert broken.stderr.count("\n") == 1 and "GITHUB_EVENT_PATH" in broken.stderr
+
+
+# --- the example workflow (examples/github-action.yml) -----------------------------------------------------------
+
+WORKFLOW = Path(__file__).parent.parent / "examples" / "github-action.yml"
+PINNED_ACTION = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}$")
+MAY_TRIAGE = {"admin", "maintain", "write", "triage"}
+
+
+def workflow() -> dict[str, Any]:
+    loaded = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def access_script() -> str:
+    (step,) = [s for s in workflow()["jobs"]["access"]["steps"] if s.get("id") == "role"]
+    return str(step["run"])
+
+
+def run_access_step(github: FakeGitHub, event: str, commenter: str, tmp_path: Path) -> str:
+    """The access job's script as the runner runs it (bash -eo pipefail), against the fake GitHub."""
+    output = tmp_path / f"output-{event}-{commenter}"
+    env = {"PATH": os.environ["PATH"], "GITHUB_API_URL": github.base_url, "GITHUB_REPOSITORY": REPO,
+           "GITHUB_OUTPUT": str(output), "GITHUB_TOKEN": WORKFLOW_TOKEN, "EVENT_NAME": event, "COMMENTER": commenter}
+    run = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", access_script()],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return output.read_text(encoding="utf-8").strip()
+
+
+def test_only_admin_maintain_write_and_triage_roles_may_run_triage_from_a_comment(github: FakeGitHub,
+                                                                                   tmp_path: Path) -> None:
+    roles = ["admin", "maintain", "write", "triage", "read"]
+    github.repos[REPO].permissions.update({f"user-{role}": role for role in roles})
+    for role in roles:
+        expected = "true" if role in MAY_TRIAGE else "false"
+        assert run_access_step(github, "issue_comment", f"user-{role}", tmp_path) == f"allowed={expected}", role
+    assert run_access_step(github, "issue_comment", "a-stranger", tmp_path) == "allowed=false"  # GitHub: 404
+    asked = [r.path for r in github.requests]
+    assert asked == [f"/repos/{REPO}/collaborators/{who}/permission"
+                     for who in [*(f"user-{role}" for role in roles), "a-stranger"]]
+    assert all(r.authorization.endswith(WORKFLOW_TOKEN) for r in github.requests)
+    assert run_access_step(github, "issues", "", tmp_path) == "allowed=true"
+    assert len(github.requests) == len(asked)  # an issue event asks GitHub nothing
+
+
+def test_the_workflow_decides_access_before_it_installs_anything() -> None:
+    jobs = workflow()["jobs"]
+    access, triage = jobs["access"], jobs["triage"]
+    assert set(jobs) == {"access", "triage"}
+    assert all("uses" not in step for step in access["steps"])  # a bare runner: no setup-python, no cache
+    assert not [step for step in access["steps"] if re.search(r"\bpip\b", step.get("run", ""))]
+    assert triage["needs"] == "access"
+    assert triage["if"].replace(" ", "") == "${{needs.access.outputs.allowed=='true'}}"
+    assert access["outputs"]["allowed"] == "${{ steps.role.outputs.allowed }}"
+    assert access["permissions"] == {"contents": "read"} and workflow()["permissions"] == {}
+
+
+def test_the_workflow_pins_the_release_its_dependencies_and_every_action() -> None:
+    flow = workflow()
+    version = tomllib.loads((WORKFLOW.parent.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "version"]
+    ref = flow["env"]["DDL_TRIAGE_REF"]
+    assert ref == f"v{version}" or re.fullmatch(r"[0-9a-f]{40}", ref), ref
+    steps = [step for job in flow["jobs"].values() for step in job["steps"]]
+    assert all(PINNED_ACTION.match(step["uses"]) for step in steps if "uses" in step)
+    (install,) = [step for step in steps if "pip install" in step.get("run", "")]
+    command = install["run"]
+    assert "git+https://github.com/OWNER/ddl-triage@$DDL_TRIAGE_REF" in command
+    assert "-c \"https://raw.githubusercontent.com/OWNER/ddl-triage/$DDL_TRIAGE_REF/constraints.txt\"" in command
+    assert not re.search(r"@(main|master|HEAD)\b", WORKFLOW.read_text(encoding="utf-8"))

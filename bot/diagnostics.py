@@ -158,6 +158,18 @@ class KnowledgeBase(BaseModel):
     def entry(self, entry_id: str) -> Entry:
         return next(e for e in self.entries if e.id == entry_id)
 
+    def fired(self, title: str, body: str, framework: str | None) -> list[tuple[Entry, str]]:
+        """Every entry for this framework that detects its failure, in file order, with the line it matched."""
+        title_line = LOG_PREFIX.sub("", (title or "")[:MAX_LINE_CHARS]).strip()
+        index = LineIndex(clean_lines(title or "", body or ""))
+        hits: list[tuple[Entry, str]] = []
+        for entry in self.entries:
+            if entry.frameworks and framework not in entry.frameworks:
+                continue
+            if (line := entry.match(title_line, index)) is not None:
+                hits.append((entry, line))
+        return hits
+
 
 def load_diagnostics_file(path: Path) -> KnowledgeBase:
     """Load and validate one knowledge-base file; every problem names the file, the entry and the field."""
@@ -212,18 +224,10 @@ def diagnose(title: str, body: str, *, framework: str | None, kind: str | None,
              base: KnowledgeBase | None = None) -> list[Diagnosis]:
     """The failures the knowledge base recognises in an issue, most specific first; [] for a question, a feature
     request or a documentation report. `framework` is the repository's or the text's (EnvironmentFacts.framework);
-    entries limited to other frameworks, or to any framework when it is None, do not fire."""
+    an entry limited to some frameworks stays silent for another one, and when the framework is unknown (None)."""
     if kind in NON_BUG_KINDS:
         return []
-    base = base or load_diagnostics()
-    title_line = LOG_PREFIX.sub("", (title or "")[:MAX_LINE_CHARS]).strip()
-    index = LineIndex(clean_lines(title or "", body or ""))
-    hits: list[tuple[Entry, str]] = []
-    for entry in base.entries:
-        if entry.frameworks and framework not in entry.frameworks:
-            continue
-        if (line := entry.match(title_line, index)) is not None:
-            hits.append((entry, line))
+    hits = (base or load_diagnostics()).fired(title, body, framework)
     superseded = {other for entry, _ in hits for other in entry.supersedes}
     if any(not entry.fallback for entry, _ in hits):
         superseded |= {entry.id for entry, _ in hits if entry.fallback}

@@ -115,7 +115,7 @@ def test_the_specific_error_comes_first_the_superseded_and_the_fallback_are_left
     assert _shown("Build fails", build, "DeepSpeed") == ["deepspeed_op_build_failed"]
     assert _shown("Build fails", build, "Megatron-LM") == ["extension_build_failed"]
     assert _shown("Crash", "Aborted (core dumped)", None) == ["process_aborted"]
-    assert _shown("Crash", "terminate called after throwing an instance of 'gloo::IoException'\nAborted (core dumped)",
+    assert _shown("Crash", "terminate called after throwing an instance of gloo::IoException\nAborted (core dumped)",
                   None) == ["gloo_connection_failed"]
 
 

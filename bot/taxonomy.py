@@ -133,6 +133,14 @@ class Taxonomy(_Strict):
         return value_id is not None and value_id not in self.not_established.get(axis, ())
 
 
+DIAGNOSTICS_FILE = "diagnostics.yaml"  # shipped beside the taxonomies, but a knowledge base (bot/diagnostics.py)
+
+
+def taxonomy_files() -> list[Path]:
+    """The shipped taxonomy files (taxonomy/*.yaml but the diagnostic knowledge base)."""
+    return sorted(p for p in shipped_dir("taxonomy").glob("*.yaml") if p.name != DIAGNOSTICS_FILE)
+
+
 def taxonomy_path(name: str) -> Path:
     """A shipped taxonomy by version name (`ddl-v1`, `liu23`) or a path to a YAML file."""
     candidate = Path(name)
@@ -144,7 +152,7 @@ def taxonomy_path(name: str) -> Path:
 def load_taxonomy_file(path: Path) -> Taxonomy:
     """Load and validate one taxonomy file; every problem names the file and the entry."""
     if not path.is_file():
-        shipped = sorted(p.stem for p in shipped_dir("taxonomy").glob("*.yaml"))
+        shipped = [p.stem for p in taxonomy_files()]
         raise ConfigError(f"{path}: taxonomy file not found; shipped taxonomies: {shipped}")
     taxonomy = load_yaml_model(path, Taxonomy, "taxonomy")
     if taxonomy.maps_onto:

@@ -1,4 +1,4 @@
-"""`python -m eval`: run, report, describe, validate and list the benchmarks."""
+"""`python -m eval`: run, report, describe, validate and list the benchmarks; measure the floor and the diagnostics."""
 
 from __future__ import annotations
 
@@ -201,6 +201,23 @@ def floor(
     queries = dataset or [f for f in files if f.name.startswith("ddl-dev")]
     print(f"neighbours of {', '.join(q.name for q in queries)} among {', '.join(f.name for f in files)} (k=10)")
     print(format_table(measure_floor(settings, queries, files)))
+
+
+@app.command()
+def diagnostics(
+    dataset: Annotated[list[str] | None, typer.Option(help="Gold files of the data directory to read (default: "
+                                                      "ddl-dev.jsonl, ddl-dev-r3.jsonl, liu23.jsonl).")] = None,
+) -> None:
+    """Per entry of taxonomy/diagnostics.yaml: how often it fires on the gold texts, and how often rightly."""
+    from eval.diagnostics import GOLD_TEXT_FILES, format_summary, format_table, gold_cases, measure_diagnostics
+
+    settings = load_settings()
+    if settings.data_dir is None:
+        fail("no data directory: set DDL_TRIAGE_DATA_DIR (the folder of ddl-dev.jsonl)")
+    files, cases = gold_cases(settings.data_dir, tuple(dataset or GOLD_TEXT_FILES))
+    report = measure_diagnostics(files, cases)
+    print(format_table(report) + "\n")
+    print(format_summary(report))
 
 
 @app.command("ls")

@@ -1,4 +1,4 @@
-"""`validate`: every dataset, taxonomy, prompt and benchmark definition checked, no model run.
+"""`validate`: every dataset, taxonomy, diagnostics file, prompt and benchmark definition checked, no model run.
 
 Each problem is one line naming the file, the line (for JSONL) and the field.
 """
@@ -11,10 +11,11 @@ from pathlib import Path
 import yaml
 
 from bot.dataset import iter_json_lines, parse_gold_record
+from bot.diagnostics import diagnostics_path, load_diagnostics_file
 from bot.errors import ConfigError, DataError
 from bot.paths import shipped_dir
 from bot.prompts import load_prompt
-from bot.taxonomy import load_taxonomy, load_taxonomy_file
+from bot.taxonomy import load_taxonomy, load_taxonomy_file, taxonomy_files
 from eval.describe import NATIVE, native_labels
 from eval.task import load_task_file, task_files
 
@@ -27,7 +28,7 @@ def validate_all(data_dir: Path | None, datasets: Sequence[Path] | None = None) 
     """Problems and a summary line per checked file; datasets default to every *.jsonl of `data_dir`."""
     problems: list[str] = []
     checked: list[str] = []
-    for check in (_taxonomies(data_dir), _prompts(), _tasks(data_dir)):
+    for check in (_taxonomies(data_dir), _diagnostics(), _prompts(), _tasks(data_dir)):
         problems += check[0]
         checked += check[1]
     if datasets is None:
@@ -76,7 +77,7 @@ def validate_dataset(path: Path) -> tuple[list[str], str]:
 def _taxonomies(data_dir: Path | None) -> Report:
     problems: list[str] = []
     checked: list[str] = []
-    for path in sorted(shipped_dir("taxonomy").glob("*.yaml")):
+    for path in taxonomy_files():
         try:
             taxonomy = load_taxonomy_file(path)
             checked.append(f"ok   {path}: taxonomy {taxonomy.version}")
@@ -107,6 +108,15 @@ def _compare_card(card: Path) -> list[str]:
             problems.append(f"{card}: axis {name!r} differs from taxonomy/ddl-v1.yaml: {differing} "
                             f"(field 'axes.{name}')")
     return problems
+
+
+def _diagnostics() -> Report:
+    path = diagnostics_path()
+    try:
+        base = load_diagnostics_file(path)
+    except ConfigError as err:
+        return [str(err)], [f"FAIL {path}"]
+    return [], [f"ok   {path}: diagnostics {base.version}, {len(base.entries)} entries on taxonomy {base.taxonomy}"]
 
 
 def _prompts() -> Report:

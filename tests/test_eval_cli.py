@@ -116,6 +116,7 @@ def test_validate_passes_on_the_gold_data(gold_dir: Path, tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     assert "ok   " + str(gold_dir / "ddl-dev.jsonl") in done.stdout
     assert "taxonomy liu23-native" in done.stdout and "benchmark ddl-dev-cv" in done.stdout
+    assert "diagnostics diagnostics-v1" in done.stdout
 
 
 def test_validate_stops_on_bad_lines_naming_file_line_and_field(tmp_path: Path) -> None:

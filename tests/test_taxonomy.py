@@ -6,11 +6,10 @@ import pytest
 import yaml
 
 from bot.errors import ConfigError
-from bot.paths import shipped_dir
-from bot.taxonomy import load_taxonomy, load_taxonomy_file
+from bot.taxonomy import load_taxonomy, load_taxonomy_file, taxonomy_files
 
 
-@pytest.mark.parametrize("path", sorted(shipped_dir("taxonomy").glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", taxonomy_files(), ids=lambda p: p.name)
 def test_every_shipped_taxonomy_loads(path: Path) -> None:
     taxonomy = load_taxonomy_file(path)
     assert taxonomy.axes, path

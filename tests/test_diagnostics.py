@@ -1,0 +1,211 @@
+"""The diagnostic knowledge base: each entry fires on its examples and not on its near misses, in any log format,
+only for its frameworks and never on a question; ranking, superseding, bounded work and errors that name the field."""
+
+from __future__ import annotations
+
+import time
+from itertools import cycle
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from bot.diagnostics import (
+    MAX_DIAGNOSES,
+    NON_BUG_KINDS,
+    KnowledgeBase,
+    diagnose,
+    diagnostics_path,
+    load_diagnostics,
+    load_diagnostics_file,
+)
+from bot.errors import ConfigError
+from bot.taxonomy import Taxonomy
+from bot.textmatch import MAX_INPUT_CHARS, required_literal
+
+EXAMPLES: dict[str, dict[str, list[Any]]] = yaml.safe_load(
+    (Path(__file__).parent / "diagnostics_examples.yaml").read_text(encoding="utf-8"))
+NEUTRAL_TITLE = "Training fails on 2 nodes"
+PREFIXES = ("[rank7]: ", "10.0.0.12: [2025-03-01 12:00:01,555] ", "[1,3]<stderr>:", "node-04: [default3]:",
+            "[E0301 12:00:01.555000 ProcessGroupNCCL.cpp:1010] ", "3: 2025-03-01T12:00:01.555+00:00 ")
+
+
+def _issue(entry_id: str, example: str | dict[str, str]) -> tuple[str, str, str | None]:
+    frameworks = load_diagnostics().entry(entry_id).frameworks
+    default = frameworks[0] if frameworks else None
+    if isinstance(example, str):
+        return NEUTRAL_TITLE, example, default
+    return example.get("title", NEUTRAL_TITLE), example.get("body", ""), example.get("framework", default)
+
+
+def _params(which: str) -> list[Any]:
+    return [pytest.param(entry_id, example, id=f"{entry_id}-{n}")
+            for entry_id, data in EXAMPLES.items() for n, example in enumerate(data[which])]
+
+
+def _shown(title: str, body: str, framework: str | None, kind: str | None = "bug_report") -> list[str]:
+    return [d.id for d in diagnose(title, body, framework=framework, kind=kind)]
+
+
+def test_the_shipped_file_has_40_entries_or_more_each_with_examples_and_near_misses() -> None:
+    base = load_diagnostics()
+    assert len(base.entries) >= 40
+    assert list(EXAMPLES) == [e.id for e in base.entries]
+    assert all(data.get("fires") and data.get("quiet") for data in EXAMPLES.values())
+
+
+@pytest.mark.parametrize(("entry_id", "example"), _params("fires"))
+def test_an_entry_fires_on_its_examples(entry_id: str, example: str | dict[str, str]) -> None:
+    title, body, framework = _issue(entry_id, example)
+    found = {d.id: d for d in diagnose(title, body, framework=framework, kind="bug_report")}
+    assert entry_id in found, f"{entry_id} did not fire; shown: {list(found)}"
+    matched = found[entry_id].matched
+    assert matched and "\n" not in matched and matched in f"{title}\n{body}"
+
+
+@pytest.mark.parametrize(("entry_id", "example"), _params("quiet"))
+def test_an_entry_stays_quiet_on_its_near_misses(entry_id: str, example: str | dict[str, str]) -> None:
+    title, body, framework = _issue(entry_id, example)
+    fired = [entry.id for entry, _ in load_diagnostics().fired(title, body, framework)]
+    assert entry_id not in fired
+
+
+@pytest.mark.parametrize(("entry_id", "example"), _params("fires"))
+def test_rank_prefixes_hosts_and_timestamps_do_not_hide_the_error(entry_id: str,
+                                                                    example: str | dict[str, str]) -> None:
+    title, body, framework = _issue(entry_id, example)
+    prefixes = cycle(PREFIXES)
+    logged = "\n".join(next(prefixes) + line for line in body.splitlines())
+    assert entry_id in _shown(title, logged, framework)
+
+
+@pytest.mark.parametrize("entry_id", [e.id for e in load_diagnostics().entries if e.frameworks])
+def test_an_entry_for_some_frameworks_stays_silent_for_others_and_when_unknown(entry_id: str) -> None:
+    entry = load_diagnostics().entry(entry_id)
+    title, body, _ = _issue(entry_id, EXAMPLES[entry_id]["fires"][0])
+    others = {"DeepSpeed", "Megatron-LM", "Colossal-AI", "Horovod"} - set(entry.frameworks)
+    for framework in [None, *sorted(others)]:
+        assert entry_id not in [e.id for e, _ in load_diagnostics().fired(title, body, framework)], framework
+
+
+@pytest.mark.parametrize("kind", sorted(NON_BUG_KINDS))
+def test_nothing_is_diagnosed_for_a_question_a_feature_request_or_documentation(kind: str) -> None:
+    for entry_id, data in EXAMPLES.items():
+        for example in data["fires"]:
+            title, body, framework = _issue(entry_id, example)
+            assert diagnose(title, body, framework=framework, kind=kind) == []
+    assert diagnose("[FEATURE] Support FP8 all-gather", "Would be nice: RuntimeError: CUDA out of memory is common.",
+                    framework="DeepSpeed", kind="feature_request") == []
+
+
+def test_the_specific_error_comes_first_the_superseded_and_the_fallback_are_left_out() -> None:
+    body = "\n".join([
+        "RuntimeError: Error building extension 'cpu_adam'",  # DeepSpeed's own op: supersedes the generic build
+        "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
+        "[ERROR] [launch.py:321:sigkill_handler] ['python', 'train.py'] exits with return code = -9",
+        "Segmentation fault (core dumped)",
+        "Aborted (core dumped)",  # a fallback: shown only when nothing else is recognised
+    ])
+    assert _shown("Fine-tuning crashes", body, "DeepSpeed") == [
+        "cuda_out_of_memory", "sigkill_host_oom", "segmentation_fault"]  # file order, at most MAX_DIAGNOSES
+    assert MAX_DIAGNOSES == 3
+    build = "\n".join(body.splitlines()[:2])
+    assert _shown("Build fails", build, "DeepSpeed") == ["deepspeed_op_build_failed"]
+    assert _shown("Build fails", build, "Megatron-LM") == ["extension_build_failed"]
+    assert _shown("Crash", "Aborted (core dumped)", None) == ["process_aborted"]
+    assert _shown("Crash", "terminate called after throwing an instance of gloo::IoException\nAborted (core dumped)",
+                  None) == ["gloo_connection_failed"]
+
+
+def test_a_diagnosis_carries_its_entry_and_the_line_without_its_log_prefix(taxonomy: Taxonomy) -> None:
+    body = ("[2024-06-01 10:00:00,000] [INFO] [config.py:100] starting\n"
+            "[rank3]: AssertionError: Check batch related parameters. train_batch_size is not equal to "
+            "micro_batch_per_gpu * gradient_acc_step * world_size 96 != 4 * 2 * 8")
+    [found] = diagnose("deepspeed.initialize fails", body, framework="DeepSpeed", kind=None)
+    assert found.matched.startswith("AssertionError: Check batch related parameters")
+    assert found.symptoms == ["api_exception"] and found.stage == "data_model_preparation"
+    assert found.root_cause == "distributed_config_error" and found.fix_pattern == "distributed_feature_tuning"
+    assert "micro" in found.next_step and found.ask in {f.id for f in taxonomy.facts}
+
+
+@pytest.mark.parametrize("name", ["one line", "words", "repeated error", "near misses", "every literal", "mixed"])
+def test_the_work_on_a_200_kb_paste_is_bounded(name: str) -> None:
+    literals = " ".join(p.literal or "" for e in load_diagnostics().entries for p in e._compiled["patterns"])
+    inputs = {
+        "one line": "a" * MAX_INPUT_CHARS,
+        "words": "zero3 stage 3 not loss nan exit code -9 " * (MAX_INPUT_CHARS // 40),
+        "repeated error": "RuntimeError: CUDA error: out of memory\n" * (MAX_INPUT_CHARS // 40),
+        "near misses": "".join(f"[INFO] [launch.py:315:sigkill_handler] Killing subprocess {n}\n"
+                               for n in range(MAX_INPUT_CHARS // 60)),
+        "every literal": "\n".join(f"{n} {literals[n % 500:n % 500 + 400]}" for n in range(500)),
+        "mixed": "\n".join(["x" * 999 + "(" * 50, "(((((" * 400, "[[[[" * 500] * 40),
+    }
+    started = time.perf_counter()
+    diagnose("t", inputs[name], framework="DeepSpeed", kind=None)
+    assert time.perf_counter() - started < 2.0  # measured 0.01-0.15 s on one core; a catastrophic case takes minutes
+
+
+def test_the_final_error_of_a_giant_log_is_still_read() -> None:
+    log = "\n".join(f"step {n} loss 2.{n % 97:02d}" for n in range(120_000))  # about 2 MB
+    assert _shown("Crash at the end of a long run", log + "\nRuntimeError: CUDA error: no kernel image is available "
+                  "for execution on the device", None) == ["no_kernel_image"]
+
+
+def test_the_literal_prefilter_is_required_by_every_match() -> None:
+    assert required_literal(r"Check batch related parameters") == "check batch related parameters"
+    assert required_literal(r"\bSIGKILL\b") == "sigkill"
+    assert required_literal(r"shape .\[[\d, -]+\]. is invalid for input of size \d+") == \
+        " is invalid for input of size "
+    assert required_literal(r"x{2,3}yyyy") == "yyyy" and required_literal(r"ninja\.?") == "ninja"
+    assert required_literal(r"(?:HIP|NPU) out of memory") == " out of memory"
+    assert required_literal(r"a|bcd") is None and required_literal(r"(?:exit ?code|return code)\s*-9") is None
+
+
+ENTRY = {"id": "made_up", "title": "Made up", "patterns": ["made-up failure"], "symptoms": ["device_error"],
+         "reading": "A made-up failure.", "next_step": "Do the made-up thing."}
+
+
+@pytest.mark.parametrize(("change", "field", "says"), [
+    ({"colour": "red"}, "colour", "Extra inputs are not permitted"),
+    ({"symptoms": ["it_exploded"]}, "symptoms", "'it_exploded' is not a symptom of taxonomy ddl-v1"),
+    ({"stage": "launching"}, "stage", "'launching' is not a stage"),
+    ({"fix_pattern": "reboot"}, "fix_pattern", "'reboot' is not a fix_pattern"),
+    ({"ask": "horoscope"}, "ask", "'horoscope' is not a fact of taxonomy ddl-v1"),
+    ({"patterns": ["unclosed ("]}, "patterns", "does not compile"),
+    ({"patterns": ["error.*failed"]}, "patterns", "may backtrack without bound"),
+    ({"unless": ["(?:a+)+b"]}, "unless", "may backtrack without bound"),
+    ({"frameworks": ["TensorFlowLite"]}, "frameworks", "not among the frameworks"),
+    ({"supersedes": ["no_such_entry"]}, "supersedes", "'no_such_entry' is not another entry"),
+    ({"reading": "two\nlines"}, "reading", "must be one line"),
+    ({"patterns": []}, "made_up", "needs `patterns` or `title_patterns`"),
+])
+def test_a_broken_entry_is_refused_naming_the_file_the_entry_and_the_field(
+        tmp_path: Path, change: dict[str, Any], field: str, says: str) -> None:
+    path = tmp_path / "diagnostics.yaml"
+    path.write_text(yaml.safe_dump({"version": "t", "taxonomy": "ddl-v1", "entries": [
+        {**ENTRY, "id": "other"}, {**ENTRY, **change}]}), encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        load_diagnostics_file(path)
+    message = str(raised.value)
+    assert message.startswith(f"{path}: entry 'made_up' (entries[1])") and field in message and says in message
+
+
+def test_a_broken_file_is_refused_with_its_name(tmp_path: Path) -> None:
+    path = tmp_path / "diagnostics.yaml"
+    for text, says in [("entries: [unclosed", "cannot read as YAML"), ("- a list", "must be a mapping"),
+                       ("version: t\ntaxonomy: ddl-v1\nentries: []\n", "entries"),
+                       (yaml.safe_dump({"version": "t", "taxonomy": "ddl-v1", "entries": [ENTRY, ENTRY]}),
+                        "entry 'made_up' (entries[1]): id: duplicate id")]:
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ConfigError, match="diagnostics") as raised:
+            load_diagnostics_file(path)
+        assert str(raised.value).startswith(str(path)) and says in str(raised.value)
+    with pytest.raises(ConfigError, match="diagnostics file not found"):
+        load_diagnostics_file(tmp_path / "missing.yaml")
+
+
+def test_the_shipped_file_loads_once_per_process() -> None:
+    assert load_diagnostics() is load_diagnostics()
+    assert isinstance(load_diagnostics_file(diagnostics_path()), KnowledgeBase)

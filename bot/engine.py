@@ -16,6 +16,7 @@ import numpy as np
 
 from bot.archive import Archive, ArchiveError, read_archive, write_archive
 from bot.dataset import LoadReport, default_case_files, load_case_base
+from bot.diagnostics import diagnose
 from bot.domain import Case, Issue, TriageResult
 from bot.embedding import Embedder, EmbeddingCache
 from bot.errors import PredictorError
@@ -134,13 +135,16 @@ class Engine:
 
 
     def _with_missing_facts(self, issue: Issue, normalised: NormalisedIssue, result: TriageResult) -> TriageResult:
-        """Too little text for a bug report: abstain and ask for the facts; else ask for what is absent."""
+        """Too little text for a bug report: abstain and ask for the facts; else ask for what is absent, and
+        say which failures the diagnostic knowledge base recognises."""
         if needs_details(normalised) and result.label("kind") not in NON_BUG_KINDS:
             predictions = {axis: p.model_copy(update={"label": None}) for axis, p in result.predictions.items()}
             return result.model_copy(update={"predictions": predictions, "needs_details": True})
         missing = missing_facts(issue, normalised.environment, self.taxonomy, result.label("kind"),
                                 result.label("symptom"))
-        return result.model_copy(update={"missing_facts": missing})
+        diagnoses = diagnose(issue.title, issue.body, framework=normalised.environment.framework,
+                             kind=result.label("kind"))
+        return result.model_copy(update={"missing_facts": missing, "diagnoses": diagnoses})
 
 
 def make_queries(index: CaseIndex, normalised: Sequence[NormalisedIssue], vectors: np.ndarray, k: int,

@@ -137,3 +137,17 @@ def test_a_knn_engine_loaded_from_the_cache_sees_added_cases(settings: Settings,
     result = loaded.triage(Issue(id="q", title=new.title, body=new.body))
     assert result.neighbours[0].id == "o/r#77"
     assert result.predictions["symptom"].top[0][0] == "incorrect_output"
+
+
+def test_the_engine_names_the_failures_the_diagnostic_knowledge_base_recognises(engine: Engine) -> None:
+    crash = Issue(id="q1", repo="deepspeedai/DeepSpeed", title="Training crashes at step 40 with ZeRO-2",
+                  body="[rank1]: RuntimeError: CUDA error: device-side assert triggered\n"
+                       "CUDA kernel errors might be asynchronously reported at some other API call.\n"
+                       "deepspeed 0.14.2, torch 2.3.0+cu121, 8 x A100")
+    question = Issue(id="q2", repo="deepspeedai/DeepSpeed", title="How to use ZeRO-3 offload with LoRA?",
+                     body="Is it possible to offload the frozen base weights to CPU and keep the LoRA adapters on "
+                          "the GPU? I could not find an example in the docs for this combination.")
+    crashed, asked = engine.triage_many([crash, question])
+    assert [d.id for d in crashed.diagnoses][:1] == ["device_side_assert"]
+    assert "CUDA_LAUNCH_BLOCKING=1" in crashed.diagnoses[0].next_step
+    assert asked.label("kind") == "usage_question" and asked.diagnoses == []

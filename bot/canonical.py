@@ -3,7 +3,8 @@ placeholder (numbers, sizes, shapes, ranks, PIDs, paths, addresses, hex, timesta
 values an author chose: file names, quoted strings, model and parameter names), while what tells failures apart
 stays (identifiers such as a config key, a module, a CUDA error's name).
 
-Rules run in order on one line; every pattern is linear (no nested quantifiers), so hostile text costs little.
+Rules run in order on one line; every pattern is linear (no nested quantifiers; a run of path characters is read
+from its start only, possessively), so hostile text costs little.
 """
 
 from __future__ import annotations
@@ -36,11 +37,11 @@ PLACEHOLDERS = _rules(
     (r"\b0x[0-9a-fA-F]{1,32}\b", "<ADDR>"),
     (r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b", "<HEX>"),
     # Paths: absolute, home, relative with `./` `../`, Windows, or three components; a line number goes with them.
-    (r"(?:~|\.{1,2}|\b[A-Za-z]:)?(?:[/\\][\w.+@~-]{1,255}){2,64}[/\\]?(?::\d{1,7})?", "<PATH>"),
+    (r"(?<![\w.+@~/\\-])(?:~|\.{1,2}|[A-Za-z]:)?(?:[/\\][\w.+@~-]{1,255}+){2,64}[/\\]?(?::\d{1,7})?", "<PATH>"),
     (r"(?<![\w/])/[\w.+-]{1,255}(?::\d{1,7})?(?![\w/])", "<PATH>"),
-    (r"\b[\w.-]{1,200}(?:/[\w.+-]{1,200}){2,64}(?::\d{1,7})?", "<PATH>"),
+    (r"(?<![\w.-])[\w.-]{1,200}+(?:/[\w.+-]{1,200}+){2,64}(?::\d{1,7})?", "<PATH>"),
     # A file the author named (their script, data or checkpoint), but not a library (`libcudart.so`, `cuda.h`).
-    (r"\b[\w-]{1,200}\.(?:py|sh|json|yaml|yml|txt|bin|pt|pth|ckpt|safetensors|log|csv|jsonl|npy|idx|model)"
+    (r"(?<![\w-])[\w-]{1,200}+\.(?:py|sh|json|yaml|yml|txt|bin|pt|pth|ckpt|safetensors|log|csv|jsonl|npy|idx|model)"
      r"(?::\d{1,7})?\b", "<FILE>"),
     (r"\b(?:PID|pid|TID|tid)\b(?: ?[:=])? ?\d{1,9}", "PID <PID>"),
     (r"\b(?:local_rank|global_rank|rank|RANK|Rank)\b(?: ?[:=])? ?\d{1,7}", "rank <RANK>"),
@@ -59,7 +60,7 @@ PLACEHOLDERS = _rules(
 SINGLE_QUOTED = re.compile(r"(?<!\w)'([^'\n]{0,300}?)'(?!\w)")
 LOCATION_ONLY = re.compile(r"\s?\((?:<(?:PATH|FILE|URL|ADDR)>[ ,]{0,2}){1,8}\)")
 # Tails that differ by library version or environment, not by failure.
-TAILS = re.compile(r"\s*\(run with NCCL_DEBUG=INFO for details\)|,? NCCL version <VER>.*|\s*\(most recent call first\)")
+TAILS = re.compile(r" ?\(run with NCCL_DEBUG=INFO for details\)|,? NCCL version <VER>.*| ?\(most recent call first\)")
 # The end of the first sentence; `, but ...` starts the observed values (`..., but found cuda:0 and cpu`).
 SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.;!?](?=\s)|, but ")
 # Words that carry no failure of their own: a message of only these (and placeholders) is too generic to match on.
@@ -71,9 +72,9 @@ SPACES = re.compile(r"\s{1,1000}")
 REPEATS = re.compile(r"(<[A-Z]{1,8}>)(?:[ ,x*]{1,3}\1){1,200}")
 
 
-def canonical_message(message: str) -> str:
+def canonical_message(message: str, whole_line: bool = False) -> str:
     """The first line of `message` with what varies between reports replaced by placeholders, cut to its first
-    sentence and at most MAX_CANONICAL_CHARS."""
+    sentence (unless `whole_line`) and to at most MAX_CANONICAL_CHARS."""
     line = message.strip().split("\n", 1)[0][:MAX_INPUT_CHARS]
     line = SPACES.sub(" ", line).strip().strip("`").strip()
     for pattern, placeholder in AUTHOR_VALUES + PLACEHOLDERS:
@@ -81,7 +82,7 @@ def canonical_message(message: str) -> str:
     line = SINGLE_QUOTED.sub(_quoted, line)
     line = LOCATION_ONLY.sub("", TAILS.sub("", line))
     line = REPEATS.sub(r"\1, ...", line)
-    return _first_sentence(line)
+    return _cut(line, whole_line)
 
 
 def _quoted(match: re.Match[str]) -> str:
@@ -92,8 +93,8 @@ def _quoted(match: re.Match[str]) -> str:
     return match.group(0)
 
 
-def _first_sentence(line: str) -> str:
-    for end in SENTENCE_END.finditer(line):
+def _cut(line: str, whole_line: bool) -> str:
+    for end in () if whole_line else SENTENCE_END.finditer(line):
         if end.start() >= MIN_SENTENCE_CHARS:
             line = line[:end.start()]
             break

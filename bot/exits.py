@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+MAX_EVENTS = 100
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
            9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
 # What a shell prints for a child killed by a signal.
@@ -59,6 +60,8 @@ class ExitReader:
 
     def feed(self, line: str, rank: int | None) -> None:
         # SIGTERM sent by the launcher stops the healthy ranks: it is not the failure
+        if len(self.codes) > MAX_EVENTS or len(self.signals) > MAX_EVENTS:
+            return  # the first failures are the ones that matter; a paste of thousands adds nothing
         if not WORTH_READING.search(line) or SENDING_SIGTERM.search(line):
             return
         if ROOT_CAUSE.search(line):

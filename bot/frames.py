@@ -49,7 +49,9 @@ def cpp_frame(line: str) -> Frame | None:
     if match is None:
         return None
     library = match.group(2).strip()
-    owner = next((fw for needle, fw in CPP_LIBRARIES if needle in library.rsplit("/", 1)[-1]), LIBRARY)
+    _, owner = guess_module(library)  # an extension inside an installed framework belongs to it
+    if owner in (None, LIBRARY):
+        owner = next((fw for needle, fw in CPP_LIBRARIES if needle in library.rsplit("/", 1)[-1]), LIBRARY)
     return Frame(path=library, module=None, function=match.group(1).strip(), line=None, framework=owner)
 
 

@@ -137,10 +137,10 @@ def _from_raised(raised: RaisedError) -> list[ErrorSignature]:
     name = raised.exception.rsplit(".", 1)[-1]  # `torch.cuda.OutOfMemoryError` and `torch.OutOfMemoryError` alike
     if raised.exception.endswith(WRAPPERS):
         return []
-    message = canonical_message(raised.message)
-    if name == "AssertionError":
+    message = canonical_message(raised.message, whole_line=name == "AssertionError")
+    if name == "AssertionError":  # a framework's own check: its later sentences name the keys it checked
         if not meaningful(message) and raised.statement:
-            message = canonical_message(raised.statement)
+            message = canonical_message(raised.statement, whole_line=True)
         return [signature("assertion", f"AssertionError: {message}")] if meaningful(message) else []
     if not meaningful(message) or message in GENERIC_MESSAGES:
         return []

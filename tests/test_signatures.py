@@ -37,13 +37,13 @@ def test_the_same_oom_on_other_ranks_sizes_gpus_and_timestamps_gives_one_digest(
 
 
 def test_the_same_failure_with_other_paths_line_numbers_addresses_and_pids_gives_one_digest() -> None:
-    first = ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
-             "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n"
+    first = ("torch.distributed.DistBackendError: NCCL error in: /usr/local/src/pytorch/torch/csrc/distributed/c10d/"
+             "NCCLUtils.hpp:275, unhandled system error, NCCL version 2.20.5\n"
              "Last error: socketStartConnect: Connect to 10.3.1.17<43711> failed : Software caused connection abort\n"
              "Segmentation fault (core dumped) in pid 4121 at 0x7f9a02c4be10")
     second = ("torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/"
-              "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), "
-              "NCCL version 2.21.5\nSegmentation fault (core dumped) in pid 977 at 0x55d3c81a0000")
+              "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for "
+              "details), NCCL version 2.21.5\nSegmentation fault (core dumped) in pid 977 at 0x55d3c81a0000")
     assert digests(first) == digests(second)
     assert texts(first, "nccl") == ["ncclSystemError"]
     assert texts(first, "signal") == ["SIGSEGV"]

@@ -25,8 +25,7 @@ class CaseIndex:
     def __post_init__(self) -> None:
         if len(self.cases) != len(self.vectors):
             raise ValueError(f"{len(self.cases)} cases but {len(self.vectors)} vectors")
-        if not self.digests:
-            self.digests = [() for _ in self.cases]
+        self.digests = list(self.digests) or [() for _ in self.cases]  # its own list: add_cases extends it
         if len(self.digests) != len(self.cases):
             raise ValueError(f"{len(self.cases)} cases but {len(self.digests)} signature lists")
         self._holders: dict[str, list[int]] = {}

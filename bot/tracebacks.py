@@ -23,6 +23,7 @@ MAX_LINE_CHARS = 2_000
 MAX_ERROR_LINES = 200
 MAX_FRAMES = 200
 MAX_RAISED = 50
+MAX_STREAMS = 64  # interleaved processes told apart; any beyond share one stream
 
 TRACEBACK_START = re.compile(r"Traceback \(most recent call last\):")
 # The last line of a traceback: a dotted class name (or C++ `c10::Error`), optionally `: message`.
@@ -91,6 +92,7 @@ class Failure:
 class _Stream:
     """One process's traceback in progress (ranks interleave their lines)."""
 
+    key: str
     frames: list[Frame] = field(default_factory=list)
     file_indent: int | None = None
     last_source: str | None = None
@@ -100,6 +102,7 @@ class _Stream:
 @dataclass
 class _Reader:
     streams: dict[str, _Stream] = field(default_factory=dict)
+    open_streams: set[str] = field(default_factory=set)  # kept beside the streams: a per-line check stays O(1)
     raised: list[RaisedError] = field(default_factory=list)
     orphan_frames: tuple[Frame, ...] = ()
     error_lines: list[str] = field(default_factory=list)
@@ -107,7 +110,7 @@ class _Reader:
     cpp: RaisedError | None = None  # a C++ abort being read: its `what():` and frames follow it
 
     def reading_traceback(self) -> bool:
-        return any(stream.open for stream in self.streams.values())
+        return bool(self.open_streams)
 
     def feed(self, line: LogLine) -> None:
         text = line.text[:MAX_LINE_CHARS]
@@ -115,10 +118,10 @@ class _Reader:
         if not stripped:
             return
         self.exits.feed(stripped, line.rank)
-        stream = self.streams.setdefault(line.stream, _Stream())
+        stream = self._stream(line.stream)
         if TRACEBACK_START.match(stripped):
-            self._close(stream, line.rank)
-            stream.open = True
+            self._close(stream)
+            self._open(stream)
             return
         frame = python_frame(stripped)
         if frame is not None:
@@ -131,9 +134,18 @@ class _Reader:
         self._keep_error_line(stripped)
         self._outside_traceback(stripped, line.rank)
 
+    def _stream(self, key: str) -> _Stream:
+        if key not in self.streams and len(self.streams) >= MAX_STREAMS:
+            key = "..."
+        return self.streams.setdefault(key, _Stream(key))
+
+    def _open(self, stream: _Stream) -> None:
+        stream.open = True
+        self.open_streams.add(stream.key)
+
     def _frame(self, stream: _Stream, frame: Frame, indent: int) -> None:
         if not stream.open:  # a paste that starts mid-traceback
-            stream.open, stream.frames = True, []
+            self._open(stream)
         if len(stream.frames) < MAX_FRAMES:
             stream.frames.append(frame)
         stream.file_indent, stream.last_source = indent, None
@@ -154,7 +166,7 @@ class _Reader:
                                     f"assert {statement.group(1).strip()}" if statement else None))
             self._reset(stream)
             return True
-        self._close(stream, line.rank)
+        self._close(stream)
         return False
 
     def _outside_traceback(self, stripped: str, rank: int | None) -> None:
@@ -182,7 +194,7 @@ class _Reader:
             pending, self.cpp = self.cpp, None
             self._raise(pending)
 
-    def _close(self, stream: _Stream, rank: int | None) -> None:
+    def _close(self, stream: _Stream) -> None:
         """A traceback cut off before its exception line: keep its frames for a failure with none."""
         if stream.frames:
             self.orphan_frames = tuple(stream.frames)
@@ -190,6 +202,7 @@ class _Reader:
 
     def _reset(self, stream: _Stream) -> None:
         stream.frames, stream.open, stream.file_indent, stream.last_source = [], False, None, None
+        self.open_streams.discard(stream.key)
 
     def _raise(self, error: RaisedError) -> None:
         self._flush_cpp()
@@ -212,7 +225,7 @@ class _Reader:
     def failure(self) -> Failure:
         self._flush_cpp()
         for stream in self.streams.values():
-            self._close(stream, None)
+            self._close(stream)
         final = _final(self.raised)
         frames = (final.frames if final and final.frames else None) or _last_frames(self.raised) or self.orphan_frames
         exits = self.exits.result()

@@ -172,6 +172,7 @@ def test_a_200_kb_paste_finishes_fast() -> None:
     ("/a" * 50_000) + ": error: " + "9" * 50_000,
     "\x00\xff\ufffd" * 60_000,
     "\n".join("  File \"/x.py\", line 1, in f" for _ in range(8000)),
+    "\n".join(f"[rank{i}]: Traceback (most recent call last):" for i in range(12_000)),  # thousands of streams
     "NCCL WARN " + "x " * 90_000,
     "".join(chr(random.Random(7).randrange(0x20, 0x2FFF)) for _ in range(200_000)),
 ])

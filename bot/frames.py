@@ -82,7 +82,7 @@ def _owner(top: str) -> str:
 
 
 def _dotted(parts: list[str]) -> str | None:
-    names = [p for p in parts]
+    names = list(parts)
     if names and names[-1].endswith(".py"):
         names[-1] = names[-1][:-3]
     if names and names[-1] == "__init__":

@@ -22,6 +22,7 @@ from eval.task import RunConfig, default_predictors, load_task, task_config
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Benchmarks of ddl-triage on the gold datasets, with the bot's own engine.")
 
+SIGNATURE_FILES = ("ddl-dev.jsonl", "ddl-dev-r3.jsonl", "liu23.jsonl")
 MAX_DEFAULT_WORKERS = 8  # each worker holds its own copy of the case base and scikit-learn
 LLM_HINT = ("the llm predictor needs a backend: set DDL_TRIAGE_LLM (openai:MODEL with DDL_TRIAGE_LLM_API_KEY or "
             "DDL_TRIAGE_LLM_BASE_URL, or local:/path/to/model)")
@@ -218,6 +219,24 @@ def diagnostics(
     report = measure_diagnostics(files, cases)
     print(format_table(report) + "\n")
     print(format_summary(report))
+
+
+@app.command()
+def signatures(
+    dataset: Annotated[list[Path] | None, typer.Option(help="Gold files whose records are compared (default: both "
+                                                       "ddl-dev files and liu23.jsonl).")] = None,
+) -> None:
+    """Error signatures on the gold data: coverage, recurrence, and gold-symptom precision beside the cosine floor."""
+    from eval.signature_report import format_report, measure_signatures
+
+    settings = load_settings()
+    if settings.data_dir is None:
+        raise ConfigError("no gold data: set DDL_TRIAGE_DATA_DIR to the directory of the gold files")
+    files = dataset or [settings.data_dir / n for n in SIGNATURE_FILES if (settings.data_dir / n).is_file()]
+    report = measure_signatures(settings, files)
+    print(f"error signatures of {report.records} records of {', '.join(f.name for f in files)}; pairs of records "
+          "sharing a signature (or above a cosine floor) with the same established gold symptom")
+    print(format_report(report))
 
 
 @app.command("ls")

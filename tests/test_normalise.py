@@ -82,3 +82,19 @@ def test_a_megabyte_of_headings_and_errors_keeps_head_and_tail() -> None:
     assert "Intro line." in result.body
     assert result.signal[0].startswith("ValueError: bad value")
     assert "ValueError: bad value 39999" in result.signal or len(result.signal) == 40
+
+
+def test_the_normaliser_reads_the_failure_and_its_signatures_once_from_title_and_body() -> None:
+    issue = Issue(title="[BUG] ZeRO-3 init dies: RuntimeError: CUDA error: device-side assert triggered",
+                  body="Launch:\n```\n[rank1]: Traceback (most recent call last):\n"
+                       '[rank1]:   File "/venv/lib/python3.10/site-packages/deepspeed/__init__.py", line 181, '
+                       "in initialize\n[rank1]:     engine = DeepSpeedEngine(args=args,\n"
+                       "[rank1]: RuntimeError: CUDA error: device-side assert triggered\n```\n")
+    result = normalise(issue)
+    assert result.failure.exception == "RuntimeError" and result.failure.rank == 1
+    assert [f.module for f in result.failure.frames] == ["deepspeed"]
+    assert {s.kind for s in result.signatures} == {"exception", "cuda"}
+    assert result.digests == tuple(sorted({s.digest for s in result.signatures}))
+    title_only = normalise(Issue(title="ModuleNotFoundError: No module named 'megatron.core'", body="Any idea?"))
+    assert [s.text for s in title_only.signatures if s.kind == "missing_module"] == ["No module named 'megatron.core'"]
+    assert normalise(Issue(title="How do I shard optimizer states?", body="")).signatures == ()

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.service.credentials import AppCredentials
-from bot.service.github import GitHubApp, InstallationClient
+from bot.service.github.app import GitHubApp
+from bot.service.github.client import InstallationClient
+from bot.service.github.credentials import AppCredentials
 from tests.fake_github import FakeGitHub
 
 INSTALLATION = 77

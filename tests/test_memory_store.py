@@ -61,7 +61,7 @@ def test_replicas_starting_together_on_one_new_database_each_get_the_tables(url:
     """Two replicas' first start on PostgreSQL raced on CREATE TABLE IF NOT EXISTS (a unique violation)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from bot.service.store import Store
+    from bot.service.queue.store import Store
 
     def start(_: int) -> int:
         service, memory = Store(url), MemoryStore(url)

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.service.credentials import AppCredentials
 from bot.service.errors import (
     NotFound,
     PayloadFieldError,
@@ -15,7 +14,11 @@ from bot.service.errors import (
     RateLimited,
     TransientGitHubError,
 )
-from bot.service.github import GitHubApp, InstallationClient, parse_event, translate
+from bot.service.github.api_errors import translate
+from bot.service.github.app import GitHubApp
+from bot.service.github.client import InstallationClient
+from bot.service.github.credentials import AppCredentials
+from bot.service.github.payloads import parse_event
 from tests.fake_github import REPO, FakeGitHub, github_holding, issue_payload, load_payload
 
 MARKED = "<!-- ddl-triage v1 taxonomy=ddl-v1 model=m predictor=default -->\nsuggestion"

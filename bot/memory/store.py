@@ -14,8 +14,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from bot.errors import ConfigError
-from bot.service.database import connect_sqlite, live_postgres, transaction
-from bot.service.store import SCHEMA_LOCK
+from bot.storage.database import connect_sqlite, live_postgres, transaction
+from bot.storage.schema import create_tables
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_issues (
@@ -83,11 +83,7 @@ class MemoryStore:
         self._lock = threading.Lock()
         self._conn: Any = _connect(url, self.postgres)
         with self._tx() as run:
-            if self.postgres:  # replicas starting together: one creates the tables, the others wait for it
-                run("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
-            for statement in SCHEMA.format(blob="BYTEA" if self.postgres else "BLOB").split(";"):
-                if statement.strip():
-                    run(statement)
+            create_tables(run, self.postgres, SCHEMA.format(blob="BYTEA" if self.postgres else "BLOB"))
 
     def close(self) -> None:
         with self._lock:

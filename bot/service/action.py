@@ -1,7 +1,7 @@
 """`ddl-triage action`: the GitHub Action form, for maintainers who will not host a service.
 
 It reads the workflow's event (`GITHUB_EVENT_PATH`, `GITHUB_EVENT_NAME`) and runs it through the App's own
-handlers (`jobs.ROUTER`): the same marker, the same `.github/ddl-triage.yml`, the same rules (no mentions,
+handlers (`handlers.dispatch.ROUTER`): the same marker, the same `.github/ddl-triage.yml`, the same rules (no mentions,
 never closes, labels only added), authenticated with the workflow's `GITHUB_TOKEN` instead of an App.
 """
 
@@ -20,12 +20,13 @@ from github import Auth, Github
 
 from bot.engine import build_engine
 from bot.errors import ConfigError
-from bot.service.github import InstallationClient, client_options, parse_event
-from bot.service.jobs import ROUTER
+from bot.service.github.client import InstallationClient, client_options
+from bot.service.github.payloads import parse_event
+from bot.service.handlers.context import JobContext
+from bot.service.handlers.dispatch import ROUTER
 from bot.service.metrics import Metrics
-from bot.service.router import JobContext
+from bot.service.queue.store import Store
 from bot.service.state import EngineSlot, ServiceOptions, ServiceState
-from bot.service.store import Store
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)

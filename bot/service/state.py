@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated
-
-from fastapi import Depends, Request
 
 from bot.engine import Engine, build_engine
-from bot.memory.service import Memory
-from bot.service.github import GitHubApp
-from bot.service.intake import Intake
+from bot.errors import ConfigError
+from bot.memory.queries import Memory
+from bot.service.github.app import GitHubApp
+from bot.service.github.credentials import AppCredentials, check_credentials
 from bot.service.metrics import Metrics
-from bot.service.store import Store
+from bot.service.queue.store import Store
+from bot.service.web.intake import Intake
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -88,10 +88,20 @@ class ServiceState:
         return self.settings.shadow or self.github is None
 
 
-async def _state(request: Request) -> ServiceState:
-    # async on purpose: FastAPI runs a plain-def dependency in its thread pool, a thread hop per request.
-    state: ServiceState = request.app.state.service
-    return state
+def connect_github(settings: Settings) -> GitHubApp | None:
+    """The App client from the settings (None in shadow mode without credentials); checks them first."""
+    credentials = check_credentials(settings)
+    return _github_app(credentials, settings) if credentials else None
 
 
-StateDep = Annotated[ServiceState, Depends(_state)]
+def _github_app(credentials: AppCredentials, settings: Settings) -> GitHubApp:
+    return GitHubApp(credentials, write_interval_s=settings.write_interval_s)
+
+
+def open_store(settings: Settings, busy_timeout_s: float = 30.0) -> Store:
+    """The service database, or a ConfigError that names it and says what to check."""
+    try:
+        return Store(settings.sqlite_url, busy_timeout_s=busy_timeout_s)
+    except sqlite3.Error as exc:
+        raise ConfigError(f"DDL_TRIAGE_DATABASE_URL {settings.sqlite_url}: cannot open the database ({exc}); "
+                          "check that the file and its directory exist and are writable") from None

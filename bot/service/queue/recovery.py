@@ -8,8 +8,8 @@ import datetime as dt
 import logging
 import time
 
-from bot.service.github import GitHubApp, hook_deliveries, redeliver
-from bot.service.store import Store
+from bot.service.github.app import GitHubApp, hook_deliveries, redeliver
+from bot.service.queue.store import Store
 
 log = logging.getLogger(__name__)
 

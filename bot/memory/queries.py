@@ -10,10 +10,10 @@ from typing import Protocol
 import numpy as np
 
 from bot.domain import Neighbour, RelatedIssue, TriageResult
+from bot.links import issue_html_url
 from bot.memory.index import MemoryIndex
 from bot.memory.labels import LabelModel
 from bot.memory.store import MemoryIssue, MemoryStore
-from bot.service.github import issue_html_url
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)

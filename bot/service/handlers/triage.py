@@ -6,11 +6,14 @@ import logging
 import time
 
 from bot.comment import render_comment
-from bot.decision import decide
-from bot.memory.events import recall, remember_from_delivery
-from bot.service.events import Decision, IssueSnapshot, PostedComment, WebhookEvent
-from bot.service.repo_config import load_repo_config
-from bot.service.router import JobContext, Router
+from bot.decision import plan_response
+from bot.service.github.models import IssueSnapshot, PostedComment, WebhookEvent
+from bot.service.handlers.config_file import load_repo_config
+from bot.service.handlers.context import JobContext
+from bot.service.handlers.issue_lifecycle import remember_from_delivery
+from bot.service.handlers.recall import recall
+from bot.service.handlers.router import Router
+from bot.service.queue.models import Decision
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +41,8 @@ def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     result = ctx.engine.triage(snapshot.issue)
     ctx.state.metrics.triage_seconds.observe(time.perf_counter() - started)
     recalled = recall(ctx, event.repo, event.number, snapshot.issue, result, config)  # before the thresholds
-    plan = decide(recalled.result, config, ctx.state.store.corrections(event.repo, event.number),
-                  service_shadow=ctx.shadow, can_post=ctx.client is not None)
+    plan = plan_response(recalled.result, config, ctx.state.store.corrections(event.repo, event.number),
+                         service_shadow=ctx.shadow, can_post=ctx.client is not None)
     result, shadow = plan.result.model_copy(update={"repo_labels": recalled.repo_labels}), plan.shadow
     body = render_comment(result, ctx.engine.taxonomy, axes=config.axes,
                           similarity_floor=ctx.engine.settings.similarity_floor)

@@ -11,7 +11,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from bot.errors import ConfigError
-from bot.service.database import (  # StoreUnavailable and the connectors are imported from here too
+from bot.service.queue.deliveries import NewDelivery, Recorded, record_deliveries
+from bot.service.queue.models import Decision, Job
+from bot.storage.database import (  # StoreUnavailable and the connectors are imported from here too
     StoreUnavailable,
     check_room,
     connect_postgres,
@@ -19,8 +21,7 @@ from bot.service.database import (  # StoreUnavailable and the connectors are im
     live_postgres,
     transaction,
 )
-from bot.service.deliveries import NewDelivery, Recorded, record_deliveries
-from bot.service.events import Decision, Job
+from bot.storage.schema import create_tables
 
 __all__ = ["Store", "StoreUnavailable", "connect_sqlite", "transaction"]
 
@@ -49,7 +50,6 @@ CREATE TABLE IF NOT EXISTS workers (
 CREATE TABLE IF NOT EXISTS write_pacing (
     installation_id BIGINT PRIMARY KEY, next_write_at DOUBLE PRECISION NOT NULL);
 """
-SCHEMA_LOCK = 7_340_001  # the advisory lock id under which the schema is created on PostgreSQL
 # Columns added after the first release: added to an older database at start-up.
 MIGRATIONS = (("jobs", "lease_token", "TEXT"), ("jobs", "lease_expires_at", "DOUBLE PRECISION"))
 JOB_COLUMNS = ("id, delivery_id, event, action, issue_key, status, attempts, last_error, received_at, "
@@ -77,11 +77,7 @@ class Store:
         self._conn: Any = self._connect()
         serial = "BIGSERIAL" if self.postgres else "INTEGER"
         with self._tx() as run:
-            if self.postgres:  # replicas starting together: one creates the schema, the others wait for it
-                run("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
-            for statement in SCHEMA.format(serial=serial).split(";"):
-                if statement.strip():
-                    run(statement)
+            create_tables(run, self.postgres, SCHEMA.format(serial=serial))
             for table, column, kind in MIGRATIONS:
                 self._add_column(run, table, column, kind)
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 
-from bot.memory import events as memory_events
-from bot.service import commands, triage_job
 from bot.service.errors import PermanentGitHubError
-from bot.service.events import Job
-from bot.service.github import parse_event
-from bot.service.router import JobContext, Router
+from bot.service.github.payloads import parse_event
+from bot.service.handlers import commands, installation, issue_lifecycle, triage
+from bot.service.handlers.context import JobContext
+from bot.service.handlers.router import Router
+from bot.service.queue.models import Job
 from bot.service.state import ServiceState
 
-ROUTER = Router(triage_job.router, commands.router, memory_events.router)
+ROUTER = Router(triage.router, commands.router, installation.router, issue_lifecycle.router)
 
 
 def execute_job(state: ServiceState, job: Job, router: Router = ROUTER) -> str:

@@ -10,17 +10,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from bot.service.commands import parse_command
-from bot.service.credentials import webhook_secret
-from bot.service.deliveries import NewDelivery, Recorded
 from bot.service.errors import MalformedPayload, PayloadTooLarge, SignatureError
-from bot.service.events import WebhookEvent
-from bot.service.github import parse_event, payload_action
-from bot.service.jobs import ROUTER
+from bot.service.github.credentials import webhook_secret
+from bot.service.github.models import WebhookEvent
+from bot.service.github.payloads import parse_event, payload_action
+from bot.service.handlers.commands import parse_command
+from bot.service.handlers.dispatch import ROUTER
 from bot.service.logs import bind_delivery
 from bot.service.metrics import event_label
-from bot.service.signature import verify_signature
+from bot.service.queue.deliveries import NewDelivery, Recorded
 from bot.service.state import ServiceState
+from bot.service.web.signature import verify_signature
 
 log = logging.getLogger(__name__)
 

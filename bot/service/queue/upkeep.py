@@ -1,12 +1,12 @@
-"""Queue administration and housekeeping on the service database: listing and retrying jobs, the write
-pacing shared by every replica, and retention. Each function is one transaction on a `Store`."""
+"""Queue administration and housekeeping on the service database: listing and retrying jobs, retention, and
+the workers' heartbeats. Each function is one transaction on a `Store`."""
 
 from __future__ import annotations
 
 import time
 
-from bot.service.events import Job
-from bot.service.store import JOB_COLUMNS, Store, _job
+from bot.service.queue.models import Job
+from bot.service.queue.store import JOB_COLUMNS, Store, _job
 
 DAY_S = 86400.0
 
@@ -32,21 +32,6 @@ def retry_jobs(store: Store, job_ids: list[int] | None = None) -> int:
         params += job_ids
     with store.transaction() as run:
         return int(run(sql, params).rowcount)
-
-
-def reserve_write(store: Store, installation_id: int, interval_s: float, now: float | None = None) -> float:
-    """Book this process's next write to one installation; returns when it may happen (wait until then).
-
-    The booking is one upsert on a row per installation, so every process on the same database sees the
-    others' bookings and writes to one installation are at least `interval_s` apart in all.
-    """
-    now = time.time() if now is None else now
-    with store.transaction() as run:
-        row = run("INSERT INTO write_pacing (installation_id, next_write_at) VALUES (?, ?) "
-                  "ON CONFLICT (installation_id) DO UPDATE SET next_write_at = CASE "
-                  "WHEN write_pacing.next_write_at + ? > ? THEN write_pacing.next_write_at + ? ELSE ? END "
-                  "RETURNING next_write_at", (installation_id, now, interval_s, now, interval_s, now)).fetchone()
-    return float(row[0])
 
 
 def prune(store: Store, days: float, now: float | None = None) -> dict[str, int]:

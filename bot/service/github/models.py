@@ -1,4 +1,5 @@
-"""The service's domain types: what GitHub told us, what is queued, what was decided. No GitHub shapes."""
+"""What GitHub told us, as domain types: a delivery's event, an issue as the API shows it, a comment. No
+GitHub shapes here: `payloads` and `client` translate them."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ class Comment(BaseModel):
 
 
 class WebhookEvent(BaseModel):
-    """One delivery about one issue, parsed out of GitHub's payload by `github.parse_event`."""
+    """One delivery about one issue, parsed out of GitHub's payload by `payloads.parse_event`."""
 
     event: str
     action: str
@@ -58,38 +59,3 @@ class PostedComment(BaseModel):
     id: int
     created: bool
     changed: bool
-
-
-class Job(BaseModel):
-    """One unit of work: the delivery it came from, its status and its retry bookkeeping."""
-
-    id: int
-    delivery_id: str
-    event: str
-    action: str
-    issue_key: str
-    status: str
-    attempts: int
-    last_error: str | None = None
-    received_at: float
-    lease_token: str | None = None  # the claim this copy was taken under; outcome writes need it
-
-
-class Decision(BaseModel):
-    """What the bot decided for one delivery; shown at /decisions (shadow mode) and kept for audit."""
-
-    delivery_id: str
-    repo: str
-    number: int
-    event: str
-    action: str
-    shadow: bool
-    posted: bool
-    comment_id: int | None = None
-    labels_added: list[str] = []
-    predictions: dict[str, dict[str, object]]
-    neighbours: list[dict[str, object]]
-    related: list[dict[str, object]] = []  # issues of the same repository, from its memory
-    repo_labels: list[tuple[str, float]] = []  # the repository's own labels its label model suggests
-    comment: str
-    created_at: float = 0.0

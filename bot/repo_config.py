@@ -1,21 +1,18 @@
-"""Per-repository config `.github/ddl-triage.yml`: validated, and never a reason for the bot to stop."""
+"""Per-repository config `.github/ddl-triage.yml`: validated, and never a reason for the bot to stop. What it
+says, not how it is read (the service's handlers read it as the installation: `handlers/config_file.py`)."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from bot.datafile import parse_yaml_model
 from bot.domain import AxisPrediction, TriageResult
 from bot.errors import ConfigError
-from bot.service.errors import PermanentGitHubError
 from bot.settings import AXES
 from bot.taxonomy import Taxonomy
-
-if TYPE_CHECKING:  # the GitHub client module is heavy; a type is all this module needs of it
-    from bot.service.github import InstallationClient
 
 log = logging.getLogger(__name__)
 
@@ -96,18 +93,6 @@ def parse_repo_config(text: str | None, taxonomy: Taxonomy, where: str = CONFIG_
     except ConfigError as exc:
         log.warning("%s is invalid, using the defaults: %s", where, str(exc).removeprefix(f"{where}: "))
         return RepoConfig()
-
-
-def load_repo_config(client: InstallationClient | None, repo: str, taxonomy: Taxonomy) -> RepoConfig:
-    """The repository's `.github/ddl-triage.yml` read as the App's installation (the defaults without
-    credentials, without a file, or where the App may not read it)."""
-    where = f"{repo}/{CONFIG_PATH}"
-    try:
-        text = client.read_file(repo, CONFIG_PATH) if client else None
-    except PermanentGitHubError as exc:  # e.g. 403: the App's single-file permission names another path
-        log.warning("%s cannot be read, using the defaults: %s", where, exc)
-        text = None
-    return parse_repo_config(text, taxonomy, where)
 
 
 def apply_thresholds(result: TriageResult, thresholds: dict[str, float]) -> TriageResult:

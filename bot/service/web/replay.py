@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 
 from bot.errors import DataError, TriageError
-from bot.service.credentials import webhook_secret
-from bot.service.signature import sign_body
+from bot.service.github.credentials import webhook_secret
+from bot.service.web.signature import sign_body
 from bot.settings import Settings
 
 USER_AGENT = "GitHub-Hookshot/ddl-triage-replay"

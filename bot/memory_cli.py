@@ -16,7 +16,7 @@ from bot.memory.sync import sync_repository
 from bot.settings import Settings
 
 if TYPE_CHECKING:
-    from bot.service.github import InstallationClient
+    from bot.service.github.client import InstallationClient
 
 history_app = typer.Typer(no_args_is_help=True, help="The repository memory: a repository's issue history.")
 
@@ -70,8 +70,10 @@ def reader_for(settings: Settings, repo: str) -> InstallationClient:
     """A client for `repo`: the personal or installation token, else the App's installation on the repository."""
     from github import Auth, Github, GithubIntegration
 
-    from bot.service.credentials import AppCredentials, resolve_private_key
-    from bot.service.github import GitHubApp, InstallationClient, client_options, github_errors
+    from bot.service.github.api_errors import github_errors
+    from bot.service.github.app import GitHubApp
+    from bot.service.github.client import InstallationClient, client_options
+    from bot.service.github.credentials import AppCredentials, resolve_private_key
 
     if "/" not in repo:
         raise ConfigError(f"--repo {repo!r} must be OWNER/NAME")

@@ -17,9 +17,9 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.service.deliveries import NewDelivery, Recorded
 from bot.service.errors import StoreBusy
-from bot.service.store import Store
+from bot.service.queue.deliveries import NewDelivery, Recorded
+from bot.service.queue.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.domain import AxisPrediction, Case, TriageResult
+from bot.domain import Case
 from bot.engine import Engine
-from bot.service.events import WebhookEvent
-from bot.service.github import issue_html_url
-from bot.service.store import Store
+from bot.links import issue_html_url
+from bot.service.github.models import WebhookEvent
+from bot.service.queue.store import Store
 from bot.settings import AXES
 from bot.taxonomy import Taxonomy
 
@@ -59,13 +59,3 @@ def learn_corrections(engine: Engine, store: Store, api_url: str) -> int:
     if added:
         log.info("case base now holds %d maintainer-corrected issue(s)", added)
     return added
-
-
-def apply_corrections(result: TriageResult, corrections: dict[str, str]) -> TriageResult:
-    """The result with the maintainers' values in place of the predictions they corrected."""
-    if not corrections:
-        return result
-    predictions = dict(result.predictions)
-    for axis, value in corrections.items():
-        predictions[axis] = AxisPrediction(label=value, confidence=1.0, top=[(value, 1.0)], corrected=True)
-    return result.model_copy(update={"predictions": predictions})

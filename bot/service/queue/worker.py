@@ -12,14 +12,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from bot.errors import TriageError
-from bot.service.database import StoreUnavailable, unavailable
 from bot.service.errors import PermanentGitHubError, RateLimited, TransientGitHubError
-from bot.service.events import Job
-from bot.service.jobs import execute_job
+from bot.service.handlers.dispatch import execute_job
 from bot.service.logs import bind_delivery
-from bot.service.recovery import recover_missed
+from bot.service.queue.models import Job
+from bot.service.queue.recovery import recover_missed
+from bot.service.queue.upkeep import prune, worker_beat
 from bot.service.state import ServiceState
-from bot.service.upkeep import prune, worker_beat
+from bot.storage.database import StoreUnavailable, unavailable
 
 log = logging.getLogger(__name__)
 

@@ -3,60 +3,31 @@
 from __future__ import annotations
 
 import gc
-import importlib.util
 import logging
-import os
-import sqlite3
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from bot.engine import Engine
-from bot.errors import ConfigError, TriageError
-from bot.memory.service import Memory
-from bot.service import ops, webhook
-from bot.service.credentials import AppCredentials, check_credentials
+from bot.errors import TriageError
+from bot.memory.queries import Memory
 from bot.service.errors import DeliveryRejected, StoreBusy
-from bot.service.feedback import learn_corrections
-from bot.service.github import GitHubApp
-from bot.service.intake import Intake
-from bot.service.logs import configure_logging
+from bot.service.github.app import GitHubApp
+from bot.service.handlers.feedback import learn_corrections
 from bot.service.metrics import Metrics, event_label
-from bot.service.state import EngineSlot, ServiceOptions, ServiceState
-from bot.service.store import Store
-from bot.service.upkeep import reserve_write
-from bot.service.worker import Worker
+from bot.service.queue.pacing import reserve_write
+from bot.service.queue.worker import Worker
+from bot.service.state import EngineSlot, ServiceOptions, ServiceState, connect_github, open_store
+from bot.service.web import ops, webhook
+from bot.service.web.intake import Intake
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
 INTAKE_CONNECTIONS = 1  # writer threads per web process on PostgreSQL (SQLite serialises writers: one)
-WORKER_NICENESS = 19  # triage is background work: acknowledgements and GitHub I/O come first
 GitHubFactory = Callable[[Settings], GitHubApp | None]
-
-
-def connect_github(settings: Settings) -> GitHubApp | None:
-    """The App client from the settings (None in shadow mode without credentials); checks them first."""
-    credentials = check_credentials(settings)
-    return _github_app(credentials, settings) if credentials else None
-
-
-def _github_app(credentials: AppCredentials, settings: Settings) -> GitHubApp:
-    return GitHubApp(credentials, write_interval_s=settings.write_interval_s)
-
-
-def open_store(settings: Settings, busy_timeout_s: float = 30.0) -> Store:
-    """The service database, or a ConfigError that names it and says what to check."""
-    try:
-        return Store(settings.sqlite_url, busy_timeout_s=busy_timeout_s)
-    except sqlite3.Error as exc:
-        raise ConfigError(f"DDL_TRIAGE_DATABASE_URL {settings.sqlite_url}: cannot open the database ({exc}); "
-                          "check that the file and its directory exist and are writable") from None
 
 
 def create_app(settings: Settings, *, engine: Engine | None = None, github: GitHubFactory = connect_github,
@@ -137,45 +108,3 @@ async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
     log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
     message = str(exc) if isinstance(exc, TriageError) else "internal error; see the service log"
     return JSONResponse({"status": "error", "error": message}, status_code=500)
-
-
-def run_server(settings: Settings, host: str, port: int, workers: int = 1) -> None:
-    """`ddl-triage serve`: check the credentials and the database (clean errors before anything starts), start
-    `workers` worker processes (triage never runs in the web process), then run uvicorn until stopped."""
-    configure_logging()
-    app_client = connect_github(settings)
-    open_store(settings).close()
-    app = create_app(settings, github=lambda _settings: app_client,
-                     options=ServiceOptions(run_worker=False, freeze_heap=True))
-    # The workers read the same settings from the environment; the command line's choices are added to it.
-    env = os.environ | {"DDL_TRIAGE_SHADOW": "1" if settings.shadow else "0"}
-    if settings.data_dir is not None:
-        env["DDL_TRIAGE_DATA_DIR"] = str(settings.data_dir)
-    children = [subprocess.Popen([sys.executable, "-c", "from bot.cli import main; main()", "worker"], env=env,
-                                 preexec_fn=_worker_child if sys.platform == "linux" else None)
-                for _ in range(workers)]
-    extra = {"loop": "uvloop"} if importlib.util.find_spec("uvloop") else {}
-    if importlib.util.find_spec("httptools"):
-        extra["http"] = "httptools"
-    try:
-        # No access log: the webhook logs each delivery once, with its id; a line per request costs the ack.
-        uvicorn.run(app, host=host, port=port, log_config=None, proxy_headers=True, access_log=False,
-                    **extra)  # type: ignore[arg-type]
-    finally:
-        for child in children:
-            child.terminate()
-        for child in children:
-            try:
-                child.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                child.kill()
-
-
-def _worker_child() -> None:
-    """In a worker child (Linux): SIGTERM when the web process dies, even by kill -9, so none is orphaned;
-    and a lower CPU priority, so that on a busy machine the acknowledgements come before the triage."""
-    import ctypes
-    import signal
-
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    os.nice(WORKER_NICENESS)

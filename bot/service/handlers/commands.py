@@ -6,11 +6,12 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from bot.service.events import WebhookEvent
-from bot.service.feedback import learn_corrections, record_corrections, validate_corrections
-from bot.service.repo_config import load_repo_config
-from bot.service.router import JobContext, Router
-from bot.service.triage_job import triage_issue
+from bot.service.github.models import WebhookEvent
+from bot.service.handlers.config_file import load_repo_config
+from bot.service.handlers.context import JobContext
+from bot.service.handlers.feedback import learn_corrections, record_corrections, validate_corrections
+from bot.service.handlers.router import Router
+from bot.service.handlers.triage import triage_issue
 
 log = logging.getLogger(__name__)
 

@@ -1,31 +1,13 @@
 """Routing a job to its handler by (event, action), bedevere-style: each concern owns its own Router.
 
-Dispatch only: no I/O here (a handler reads what it needs, e.g. `repo_config.load_repo_config`)."""
+Dispatch only: no I/O here (a handler reads what it needs, e.g. `config_file.load_repo_config`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from bot.engine import Engine
-from bot.service.events import WebhookEvent
-from bot.service.github import InstallationClient
-from bot.service.state import ServiceState
-
-
-@dataclass
-class JobContext:
-    """What a handler may use: the engine, the store, GitHub as this installation (None: no credentials)."""
-
-    state: ServiceState
-    engine: Engine
-    client: InstallationClient | None
-    delivery_id: str
-
-    @property
-    def shadow(self) -> bool:
-        return self.state.shadow
-
+from bot.service.github.models import WebhookEvent
+from bot.service.handlers.context import JobContext
 
 Handler = Callable[[JobContext, WebhookEvent], str]
 

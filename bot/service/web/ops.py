@@ -11,16 +11,25 @@ import hmac
 import ipaddress
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from bot.service.state import ServiceState, StateDep
-from bot.service.upkeep import ready_workers
+from bot.service.queue.upkeep import ready_workers
+from bot.service.state import ServiceState
 
 router = APIRouter()
 GUARDED = ("/metrics", "/decisions", "/docs", "/redoc", "/openapi.json")
+
+
+async def _state(request: Request) -> ServiceState:
+    # async on purpose: FastAPI runs a plain-def dependency in its thread pool, a thread hop per request.
+    state: ServiceState = request.app.state.service
+    return state
+
+
+StateDep = Annotated[ServiceState, Depends(_state)]
 
 
 class OpsGuard:

@@ -1,10 +1,12 @@
-"""The App itself: a JWT buys installation tokens; its webhook deliveries listed and redelivered."""
+"""The App itself: its JWT (PyGithub's `AppAuth`), a client per installation whose token PyGithub's
+`AppInstallationAuth` fetches on first use and refreshes before it expires; its webhook deliveries listed
+and redelivered."""
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -14,23 +16,20 @@ from bot.service.github.api_errors import github_errors
 from bot.service.github.client import InstallationClient, client_options
 from bot.service.github.credentials import AppCredentials
 
-log = logging.getLogger(__name__)
-
-TOKEN_MARGIN_S = 300.0  # renew an installation token five minutes before GitHub expires it
 MAX_CACHED_INSTALLATIONS = 1024
 
 
 class GitHubApp:
-    """The App: a JWT buys installation tokens, cached until shortly before they expire."""
+    """The App: one client per installation, kept for the process's life (least recently used past a bound)."""
 
     def __init__(self, credentials: AppCredentials, write_interval_s: float = 1.0) -> None:
         self.api_url = credentials.api_url
         self.app_id = int(credentials.app_id)
-        self._integration = GithubIntegration(auth=Auth.AppAuth(credentials.app_id, credentials.private_key),
-                                              **client_options(credentials.api_url))
+        self._auth = Auth.AppAuth(credentials.app_id, credentials.private_key)
+        self._integration = GithubIntegration(auth=self._auth, **client_options(credentials.api_url))
         self._write_interval_s = write_interval_s
         self._lock = threading.Lock()
-        self._clients: dict[int, tuple[float, InstallationClient]] = {}
+        self._clients: OrderedDict[int, InstallationClient] = OrderedDict()
         self._last_write: dict[int, float] = {}
         self._reserve: Callable[[int, float], float] | None = None
 
@@ -40,21 +39,19 @@ class GitHubApp:
         self._reserve = reserve
 
     def installation(self, installation_id: int) -> InstallationClient:
-        """A client acting as one installation (a token is fetched only when none is cached)."""
+        """A client acting as one installation. Nothing is asked of GitHub here: the token is bought on the
+        client's first request (so an uninstalled installation's job never asks for one it cannot get)."""
         with self._lock:
-            cached = self._clients.get(installation_id)
-            if cached and cached[0] - TOKEN_MARGIN_S > time.time():
-                return cached[1]
-        with github_errors(f"installation {installation_id} token"):
-            grant = self._integration.get_access_token(installation_id)
-        client = InstallationClient(Github(auth=Auth.Token(grant.token), lazy=True,
-                                           **client_options(self.api_url)),
-                                    lambda: self._pace_write(installation_id), self.app_id)
-        with self._lock:
-            self._clients[installation_id] = (grant.expires_at.timestamp(), client)
-            while len(self._clients) > MAX_CACHED_INSTALLATIONS:  # bounded: the oldest token goes first
-                del self._clients[min(self._clients, key=lambda key: self._clients[key][0])]
-        return client
+            client = self._clients.get(installation_id)
+            if client is None:
+                auth = self._auth.get_installation_auth(installation_id)
+                client = InstallationClient(Github(auth=auth, lazy=True, **client_options(self.api_url)),
+                                            lambda: self._pace_write(installation_id), self.app_id)
+                self._clients[installation_id] = client
+                if len(self._clients) > MAX_CACHED_INSTALLATIONS:
+                    self._clients.popitem(last=False)
+            self._clients.move_to_end(installation_id)
+            return client
 
     def _pace_write(self, installation_id: int) -> None:
         """At most one write per `write_interval_s` per installation (GitHub's guidance for bots)."""

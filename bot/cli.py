@@ -184,12 +184,15 @@ def serve(
                                                     "(0: web only, for a replica behind `ddl-triage worker`s).")] = 1,
 ) -> None:
     """Run the GitHub App webhook service (FastAPI + uvicorn) and its worker process(es)."""
-    from bot.service.processes import run_server
+    from bot.service.metrics_files import share_metrics_between_processes
 
     settings = load_settings(data_dir)
     if shadow:
         settings = settings.model_copy(update={"shadow": True})
+    share_metrics_between_processes(settings)  # before prometheus_client is imported, here or in a worker
     check_knowledge(settings)
+    from bot.service.processes import run_server
+
     run_server(settings, host, port, workers)
 
 

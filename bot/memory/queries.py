@@ -45,7 +45,9 @@ class Memory:
     def close(self) -> None:
         self.store.close()
 
-    def forget_repo(self, repo: str) -> int:
+    def forget_repo(self, repo: str) -> list[str]:
+        """Everything of `repo` goes (its index and label model here, its rows in the database); returns the
+        text hashes of its issues, for the embedding cache to forget too."""
         self.index.forget(repo)
         self.label_models.pop(repo, None)
         return self.store.delete_repo(repo)

@@ -9,39 +9,25 @@ import os
 import signal
 import subprocess
 import sys
+from functools import partial
 from types import FrameType
 
 import uvicorn
 
-from bot.domain import Issue
-from bot.engine import build_engine
-from bot.service.handlers.feedback import learn_corrections
 from bot.service.logs import configure_logging
-from bot.service.metrics import Metrics
-from bot.service.queue.pacing import reserve_write
+from bot.service.metrics_files import forget_process
 from bot.service.queue.worker import Worker
-from bot.service.state import EngineSlot, ServiceOptions, ServiceState, connect_github, open_store
+from bot.service.state import Role, ServiceOptions, build_state, connect_github, open_store
 from bot.service.web.app import create_app
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
-WORKER_NICENESS = 19  # triage is background work: acknowledgements and GitHub I/O come first
-
-
 def run_worker_process(settings: Settings) -> None:
     """Run one worker in this process's main thread; SIGTERM or SIGINT stops it after the current job."""
     configure_logging()
-    github = connect_github(settings)
-    store = open_store(settings)
+    state = build_state(settings, Role.WORKER)
     try:
-        if github is not None:
-            github.pace_with(lambda installation, interval: reserve_write(store, installation, interval))
-        engine = build_engine(settings)
-        learn_corrections(engine, store, settings.github_api_url)
-        engine.triage(Issue(title="warm-up", body="loads the embedding model before this worker says it is ready"))
-        state = ServiceState(settings=settings, options=ServiceOptions(), store=store, metrics=Metrics(),
-                             engine=EngineSlot(engine), github=github)
         worker = Worker(state)
 
         def stop(signum: int, frame: FrameType | None) -> None:
@@ -50,10 +36,12 @@ def run_worker_process(settings: Settings) -> None:
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        log.info("ddl-triage worker started", extra={"shadow": state.shadow, "cases": len(engine.index)})
+        engine = state.engine.engine
+        log.info("ddl-triage worker started", extra={"shadow": state.shadow, "cases": len(engine.index) if engine
+                                                     else 0})
         worker.run()
     finally:
-        store.close()
+        state.close()
 
 
 def run_server(settings: Settings, host: str, port: int, workers: int = 1) -> None:
@@ -69,7 +57,8 @@ def run_server(settings: Settings, host: str, port: int, workers: int = 1) -> No
     if settings.data_dir is not None:
         env["DDL_TRIAGE_DATA_DIR"] = str(settings.data_dir)
     children = [subprocess.Popen([sys.executable, "-c", "from bot.cli import main; main()", "worker"], env=env,
-                                 preexec_fn=_worker_child if sys.platform == "linux" else None)
+                                 preexec_fn=partial(_worker_child, settings.worker_niceness)
+                                 if sys.platform == "linux" else None)
                 for _ in range(workers)]
     extra = {"loop": "uvloop"} if importlib.util.find_spec("uvloop") else {}
     if importlib.util.find_spec("httptools"):
@@ -86,13 +75,15 @@ def run_server(settings: Settings, host: str, port: int, workers: int = 1) -> No
                 child.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 child.kill()
+                child.wait()
+            forget_process(child.pid)
 
 
-def _worker_child() -> None:
+def _worker_child(niceness: int) -> None:
     """In a worker child (Linux): SIGTERM when the web process dies, even by kill -9, so none is orphaned;
     and a lower CPU priority, so that on a busy machine the acknowledgements come before the triage."""
     import ctypes
     import signal
 
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    os.nice(WORKER_NICENESS)
+    os.nice(niceness)

@@ -7,9 +7,9 @@ import re
 from dataclasses import dataclass, field
 
 from bot.service.github.models import WebhookEvent
-from bot.service.handlers.config_file import load_repo_config
+from bot.service.handlers.config_file import disabled, load_repo_config
 from bot.service.handlers.context import JobContext
-from bot.service.handlers.feedback import learn_corrections, record_corrections, validate_corrections
+from bot.service.handlers.feedback import record_corrections, validate_corrections
 from bot.service.handlers.router import Router
 from bot.service.handlers.triage import triage_issue
 
@@ -63,9 +63,8 @@ def handle_comment(ctx: JobContext, event: WebhookEvent) -> str:
     if corrections:
         # The repository turned the bot off: learn nothing there.
         if not load_repo_config(ctx.client, event.repo, ctx.engine.taxonomy).enabled:
-            return "disabled by the repository's config"
+            return disabled(ctx)
         record_corrections(ctx.state.store, ctx.delivery_id, event, author, corrections)
-        learn_corrections(ctx.engine, ctx.state.store, ctx.state.settings.github_api_url)
     return triage_issue(ctx, event)
 
 

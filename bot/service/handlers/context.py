@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.engine import Engine
-from bot.memory.queries import Memory
 from bot.service.github.client import InstallationClient
 from bot.service.state import ServiceState
 
@@ -20,19 +19,16 @@ class JobContext:
     engine: Engine
     client: InstallationClient | None
     delivery_id: str
+    payload: dict[str, Any] | None = None  # the delivery's payload when it is at hand (the Action), else stored
 
     @property
     def shadow(self) -> bool:
         return self.state.shadow
 
 
-def memory_of(ctx: JobContext) -> Memory:
-    if ctx.state.memory is None:
-        raise RuntimeError("the repository memory is not open")
-    return ctx.state.memory
-
-
 def payload_of(ctx: JobContext) -> dict[str, Any]:
     """The delivery's full payload (the domain event keeps only what triage needs)."""
+    if ctx.payload is not None:
+        return ctx.payload
     data: dict[str, Any] = json.loads(ctx.state.store.delivery_payload(ctx.delivery_id))
     return data

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from bot.domain import Case
@@ -53,9 +54,24 @@ def feedback_cases(rows: list[dict[str, Any]], api_url: str) -> list[Case]:
     return list(cases.values())
 
 
-def learn_corrections(engine: Engine, store: Store, api_url: str) -> int:
-    """Add every stored correction to the engine's case base (at start-up, and after each new correction)."""
-    added = engine.add_cases(feedback_cases(store.feedback_cases(), api_url), private=True)
-    if added:
-        log.info("case base now holds %d maintainer-corrected issue(s)", added)
-    return added
+class LearnedCorrections:
+    """The maintainers' corrections this process's engine has learned, caught up from the database before
+    each triage: a correction recorded by any worker (or replica) joins every engine's case base at its next
+    triage, not only the engine of the worker that handled the command."""
+
+    def __init__(self, store: Store, api_url: str) -> None:
+        self.store = store
+        self.api_url = api_url
+        self.last_id = 0
+        self._lock = threading.Lock()
+
+    def catch_up(self, engine: Engine) -> int:
+        """Add the corrections stored since the last catch-up to `engine`'s case base (one indexed query)."""
+        with self._lock:
+            rows = self.store.feedback_cases(after_id=self.last_id)
+            if not rows:
+                return 0
+            added = engine.add_cases(feedback_cases(rows, self.api_url), private=True)
+            self.last_id = max(int(row["id"]) for row in rows)
+        log.info("case base caught up with %d maintainer-corrected issue(s)", added)
+        return added

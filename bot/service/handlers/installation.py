@@ -1,15 +1,18 @@
-"""Installation events: an installed repository's history is synced into the memory; an uninstalled one is
-forgotten."""
+"""Installation events: an installed repository's history is synced into the memory (unless its config
+turns the bot off); everything of an uninstalled one is erased, without asking GitHub anything."""
 
 from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 from bot.memory.sync import sync_repository
 from bot.service.github.models import WebhookEvent
-from bot.service.handlers.context import JobContext, memory_of, payload_of
+from bot.service.handlers.config_file import load_repo_config
+from bot.service.handlers.context import JobContext, payload_of
 from bot.service.handlers.router import Router
+from bot.service.queue.erasure import erase_repositories
 
 log = logging.getLogger(__name__)
 
@@ -23,15 +26,17 @@ def handle_installed(ctx: JobContext, event: WebhookEvent) -> str:
     if ctx.client is None:
         return "no credentials to sync with"
     payload = payload_of(ctx)
-    key = "repositories" if event.event == "installation" else "repositories_added"
-    repos = [str(r["full_name"]) for r in payload.get(key) or [] if isinstance(r, dict) and "full_name" in r]
+    repos = repo_names(payload, "repositories" if event.event == "installation" else "repositories_added")
     if not repos:  # "all repositories" installations may list none in the payload
         repos = ctx.client.installation_repositories()
-    memory, settings = memory_of(ctx), ctx.state.settings
+    memory, settings = ctx.state.memory, ctx.state.settings
     unfinished = []
     for repo in repos:
         cursor = memory.store.cursor(repo)
         if cursor is not None and cursor.status == "done":
+            continue
+        if not load_repo_config(ctx.client, repo, ctx.engine.taxonomy).enabled:
+            log.info("history sync of %s skipped: its config turns the bot off", repo, extra={"repo": repo})
             continue
         cursor = sync_repository(ctx.client, memory.store, ctx.engine.embedder, repo,
                                  installation_id=event.installation_id,
@@ -51,11 +56,23 @@ def handle_installed(ctx: JobContext, event: WebhookEvent) -> str:
 @router.register("installation", "deleted")
 @router.register("installation_repositories", "removed")
 def handle_uninstalled(ctx: JobContext, event: WebhookEvent) -> str:
-    """An uninstalled repository's memory is deleted: issues, vectors and sync cursor."""
+    """Everything of the uninstalled repositories goes: the memory's issues, vectors (the embedding cache's
+    too), sync cursors and cached titles; decisions, corrections, stored deliveries and their jobs. The
+    client is never used: GitHub refuses a token for a deleted installation."""
     payload = payload_of(ctx)
-    key = "repositories" if event.event == "installation" else "repositories_removed"
-    repos = [str(r["full_name"]) for r in payload.get(key) or [] if isinstance(r, dict) and "full_name" in r]
-    memory = memory_of(ctx)
-    removed = sum(memory.forget_repo(repo) for repo in repos)
-    log.info("memory of %d repositories deleted (%d issues)", len(repos), removed, extra={"repos": repos})
-    return f"memory of {len(repos)} repositories deleted"
+    deleted = event.event == "installation"
+    repos = set(repo_names(payload, "repositories" if deleted else "repositories_removed"))
+    memory = ctx.state.memory
+    if deleted:  # every repository this installation synced, whether or not the payload lists it
+        repos |= {c.repo for c in memory.store.cursors() if c.installation_id == event.installation_id}
+    hashes = [text for repo in sorted(repos) for text in memory.forget_repo(repo)]
+    ctx.engine.embedder.forget(hashes)
+    erased = erase_repositories(ctx.state.store, repos, ctx.delivery_id,
+                                event.installation_id if deleted else None)
+    log.info("%d uninstalled repositories erased", len(repos), extra={"issues": len(hashes)} | erased)
+    return f"{len(repos)} repositories erased"
+
+
+def repo_names(payload: dict[str, Any], key: str) -> list[str]:
+    """The full names an installation payload lists under `key`."""
+    return [str(r["full_name"]) for r in payload.get(key) or [] if isinstance(r, dict) and "full_name" in r]

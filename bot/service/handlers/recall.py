@@ -26,8 +26,6 @@ def recall(ctx: JobContext, repo: str, number: int, issue: Issue, result: Triage
     """The result with this repository's labelled memory blended in, its related issues, and the pack
     neighbours' titles and states; and the repository's own labels suggested for the issue."""
     memory = ctx.state.memory
-    if memory is None:
-        return Recalled(result, [])
     settings = ctx.state.settings
     vector = ctx.engine.embedder.embed([normalise(issue).text])[0]  # a cache hit: the engine embedded it
     examples = [*corrected_examples(ctx.engine.embedder, vector, ctx.state.store.feedback_cases(), repo, number),

@@ -8,7 +8,7 @@ import time
 from bot.comment import render_comment
 from bot.decision import plan_response
 from bot.service.github.models import IssueSnapshot, PostedComment, WebhookEvent
-from bot.service.handlers.config_file import load_repo_config
+from bot.service.handlers.config_file import disabled, load_repo_config
 from bot.service.handlers.context import JobContext
 from bot.service.handlers.issue_lifecycle import remember_from_delivery
 from bot.service.handlers.recall import recall
@@ -27,16 +27,17 @@ def handle_issue(ctx: JobContext, event: WebhookEvent) -> str:
 
 def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     """Triage the issue as it is now and upsert the bot's comment; returns the outcome."""
-    remember_from_delivery(ctx, event)
     config = load_repo_config(ctx.client, event.repo, ctx.engine.taxonomy)
-    if not config.enabled:
-        return "disabled by the repository's config"
+    if not config.enabled:  # read first: nothing of a repository that turned the bot off is stored
+        return disabled(ctx)
+    remember_from_delivery(ctx, event)
     snapshot = (ctx.client.read_issue(event.repo, event.number) if ctx.client
                 else IssueSnapshot.from_event(event))
     if snapshot.is_pull_request:
         return "pull request"
     if snapshot.state != "open":
         return "issue is closed"
+    ctx.state.corrections.catch_up(ctx.engine)  # corrections recorded since, by this worker or another
     started = time.perf_counter()
     result = ctx.engine.triage(snapshot.issue)
     ctx.state.metrics.triage_seconds.observe(time.perf_counter() - started)

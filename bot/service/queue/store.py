@@ -257,12 +257,12 @@ class Store:
                        "ORDER BY created_at, id", (repo, number)).fetchall()
         return {str(axis): str(value) for axis, value in rows}
 
-    def feedback_cases(self) -> list[dict[str, Any]]:
-        """Every correction as a labelled case, oldest first."""
+    def feedback_cases(self, after_id: int = 0) -> list[dict[str, Any]]:
+        """Every correction (or those stored after `after_id`) as a labelled case, oldest first."""
         with self._tx() as run:
-            rows = run("SELECT repo, number, axis, value, author, title, body FROM feedback "
-                       "ORDER BY id").fetchall()
-        keys = ("repo", "number", "axis", "value", "author", "title", "body")
+            rows = run("SELECT id, repo, number, axis, value, author, title, body FROM feedback WHERE id > ? "
+                       "ORDER BY id", (after_id,)).fetchall()
+        keys = ("id", "repo", "number", "axis", "value", "author", "title", "body")
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
 

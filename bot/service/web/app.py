@@ -1,10 +1,11 @@
-"""The app factory: a lifespan that owns the engine, the store, the worker and the GitHub client."""
+"""The app factory: a lifespan that owns the process's state (`build_state`) and, in the tests' harness, the
+worker thread."""
 
 from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -12,56 +13,33 @@ from fastapi.responses import JSONResponse
 
 from bot.engine import Engine
 from bot.errors import TriageError
-from bot.memory.queries import Memory
 from bot.service.errors import DeliveryRejected, StoreBusy
-from bot.service.github.app import GitHubApp
-from bot.service.handlers.feedback import learn_corrections
-from bot.service.metrics import Metrics, event_label
-from bot.service.queue.pacing import reserve_write
+from bot.service.metrics import event_label
 from bot.service.queue.worker import Worker
-from bot.service.state import EngineSlot, ServiceOptions, ServiceState, connect_github, open_store
+from bot.service.state import GitHubFactory, Role, ServiceOptions, ServiceState, build_state, connect_github
 from bot.service.web import ops, webhook
-from bot.service.web.intake import Intake
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
-INTAKE_CONNECTIONS = 1  # writer threads per web process on PostgreSQL (SQLite serialises writers: one)
-GitHubFactory = Callable[[Settings], GitHubApp | None]
 
 
 def create_app(settings: Settings, *, engine: Engine | None = None, github: GitHubFactory = connect_github,
                options: ServiceOptions | None = None) -> FastAPI:
-    """The webhook service; tests inject the session's engine and shorter waits, never a fake predictor."""
+    """The webhook service; tests inject the session's engine and shorter waits, never a fake predictor.
+    With `options.run_worker` (the tests' harness) this process also runs the worker; `serve` runs it in
+    worker processes instead."""
     options = options or ServiceOptions()
+    role = Role.WEB_AND_WORKER if options.run_worker else Role.WEB
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        client = github(settings)
-        store = open_store(settings)
+        state = build_state(settings, role, engine=engine, github=github, options=options)
         # A job left 'running' by a crashed process is queued again once its lease has run out: at once
         # when it already has, else by the worker's sweep (another live process may still hold it).
-        requeued = store.requeue_running()
+        requeued = state.store.requeue_running()
         if requeued:
             log.warning("%d job(s) left unfinished by the last run are queued again", requeued)
-        def learn(ready: Engine) -> None:  # maintainers' corrections so far join the case base
-            learn_corrections(ready, store, settings.github_api_url)
-
-        slot = EngineSlot(engine)
-        if engine is not None:
-            learn(engine)
-        elif options.run_worker:  # only a process that runs a worker needs the engine
-            slot.load_in_background(settings, on_ready=learn)
-        # The intake's own connections wait for the database less than the ack's bound, so that a delivery
-        # refused with 503 was, as far as timing allows, not stored either (a redelivery is deduplicated anyway).
-        intake = Intake([open_store(settings, busy_timeout_s=settings.ack_timeout_s * 0.4)
-                         for _ in range(INTAKE_CONNECTIONS if store.postgres else 1)],
-                        timeout_s=settings.ack_timeout_s, max_pending=settings.max_pending_deliveries)
-        if client is not None:
-            client.pace_with(lambda installation, interval: reserve_write(store, installation, interval))
-        state = ServiceState(settings=settings, options=options, store=store, metrics=Metrics(), engine=slot,
-                             github=client, intake=intake,
-                             memory=Memory.open(settings))
         worker = Worker(state)
         state.worker_alive = lambda: worker.alive
         app.state.service = state
@@ -70,15 +48,13 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
         if options.freeze_heap:
             gc.collect()
             gc.freeze()
-        log.info("ddl-triage service started", extra={"shadow": state.shadow, "api": settings.github_api_url})
+        log.info("ddl-triage service started", extra={"shadow": state.shadow, "api": settings.github_api_url,
+                                                      "role": str(role)})
         try:
             yield
         finally:
             worker.stop(options.shutdown_timeout_s)
-            store.close()
-            intake.close()
-            if state.memory is not None:
-                state.memory.close()
+            state.close()
             log.info("ddl-triage service stopped")
 
     app = FastAPI(title="ddl-triage", lifespan=lifespan,

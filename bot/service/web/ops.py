@@ -89,7 +89,7 @@ async def healthz(state: StateDep) -> JSONResponse:
         body["jobs"] = await run_in_threadpool(state.store.job_counts)
     if state.engine.engine is not None:
         body["cases"] = len(state.engine.engine.index)
-    if state.memory is not None and body.get("database") == "ok":  # history sync progress per repository
+    if body.get("database") == "ok":  # history sync progress per repository
         cursors = await run_in_threadpool(state.memory.store.cursors)
         body["memory"] = {c.repo: {"status": c.status, "synced": c.synced, "page": c.page} for c in cursors}
     return JSONResponse(body, status_code=200 if body["status"] == "ok" else 503)
@@ -119,10 +119,11 @@ async def _readiness(state: ServiceState) -> dict[str, object]:
 
 @router.get("/metrics")
 async def metrics(state: StateDep) -> Response:
-    """Prometheus text format."""
-    state.metrics.ready.set(1 if state.engine.engine is not None else 0)
+    """Prometheus text format: every process's series under `serve`; ready once a worker has its engine."""
     counts = await run_in_threadpool(state.store.job_counts)
-    return Response(state.metrics.render(counts), media_type=state.metrics.content_type)
+    ready = state.engine.engine is not None or await run_in_threadpool(
+        ready_workers, state.store, 3 * state.settings.job_lease_s) > 0
+    return Response(state.metrics.render(counts, ready), media_type=state.metrics.content_type)
 
 
 @router.get("/decisions")

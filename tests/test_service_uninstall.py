@@ -4,6 +4,7 @@ installation's job asks GitHub for no token (GitHub would answer 404)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -82,8 +83,8 @@ def texts_of(github: FakeGitHub, repo: str) -> list[str]:
 
 def opened_in_other(github: FakeGitHub, number: int) -> dict[str, Any]:
     """An `issues.opened` delivery of OTHER (its own text), with the fake's API agreeing about the issue."""
-    payload = load_payload("issues-opened")
-    payload["repository"] |= {"full_name": OTHER, "name": OTHER.split("/")[1]}
+    payload = json.loads(json.dumps(load_payload("issues-opened")).replace(REPO, OTHER))  # its URLs too
+    payload["repository"]["name"] = OTHER.split("/")[1]
     payload["issue"] |= {"number": number, "title": "Launcher loses rank 3 after an elastic restart",
                          "body": "After a node restart the elastic agent relaunches but rank 3 never rejoins.",
                          "html_url": f"https://github.com/{OTHER}/issues/{number}"}

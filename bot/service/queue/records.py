@@ -1,4 +1,4 @@
-"""What the queue holds: jobs, and the decision each triage job leaves for audit and `/decisions`."""
+"""The records of the queue's tables: jobs, and the decision each triage job leaves for audit and `/decisions`."""
 
 from __future__ import annotations
 

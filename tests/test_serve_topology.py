@@ -43,6 +43,7 @@ def test_serve_with_two_worker_processes_installs_syncs_cites_learns_and_uninsta
     started = time.monotonic()
     # Workers at the test's own priority: at the default nice 19 a CI machine busy with other work starves them.
     with serving(github, tmp_path, workers=2, worker_niceness="0") as served:
+        ready = time.monotonic()
         first, second = served.worker_pids()
 
         # Install: the history sync runs in a worker and reads the repository's issues and timelines.
@@ -93,7 +94,8 @@ def test_serve_with_two_worker_processes_installs_syncs_cites_learns_and_uninsta
         assert sample(metrics.text, "ddl_triage_triage_seconds_count") >= 2
         assert sample(metrics.text, "ddl_triage_ready") == 1.0
         assert served.get("/metrics", token=None).status_code == 401
-    print(f"topology test: {time.monotonic() - started:.1f} s")
+    print(f"topology test: {time.monotonic() - started:.1f} s, of which {ready - started:.1f} s until two workers "
+          "were ready")
 
 
 def memory_count(served: Served) -> int:

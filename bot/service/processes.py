@@ -23,6 +23,7 @@ from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
+
 def run_worker_process(settings: Settings) -> None:
     """Run one worker in this process's main thread; SIGTERM or SIGINT stops it after the current job."""
     configure_logging()
@@ -36,9 +37,8 @@ def run_worker_process(settings: Settings) -> None:
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        engine = state.engine.engine
-        log.info("ddl-triage worker started", extra={"shadow": state.shadow, "cases": len(engine.index) if engine
-                                                     else 0})
+        cases = len(state.engine.engine.index) if state.engine.engine else 0
+        log.info("ddl-triage worker started", extra={"shadow": state.shadow, "cases": cases})
         worker.run()
     finally:
         state.close()
@@ -83,7 +83,6 @@ def _worker_child(niceness: int) -> None:
     """In a worker child (Linux): SIGTERM when the web process dies, even by kill -9, so none is orphaned;
     and a lower CPU priority, so that on a busy machine the acknowledgements come before the triage."""
     import ctypes
-    import signal
 
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     os.nice(niceness)

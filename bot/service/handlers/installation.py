@@ -65,7 +65,7 @@ def handle_uninstalled(ctx: JobContext, event: WebhookEvent) -> str:
     memory = ctx.state.memory
     if deleted:  # every repository this installation synced, whether or not the payload lists it
         repos |= {c.repo for c in memory.store.cursors() if c.installation_id == event.installation_id}
-    hashes = [text for repo in sorted(repos) for text in memory.forget_repo(repo)]
+    hashes = [digest for repo in sorted(repos) for digest in memory.forget_repo(repo)]
     ctx.engine.embedder.forget(hashes)
     erased = erase_repositories(ctx.state.store, repos, ctx.delivery_id,
                                 event.installation_id if deleted else None)

@@ -71,9 +71,9 @@ def reader_for(settings: Settings, repo: str) -> InstallationClient:
     from github import Auth, Github, GithubIntegration
 
     from bot.service.github.api_errors import github_errors
-    from bot.service.github.app import GitHubApp
     from bot.service.github.client import InstallationClient, client_options
     from bot.service.github.credentials import AppCredentials, resolve_private_key
+    from bot.service.github.github_app import GitHubApp
 
     if "/" not in repo:
         raise ConfigError(f"--repo {repo!r} must be OWNER/NAME")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from bot.service.github.app import GitHubApp
 from bot.service.github.client import InstallationClient
 from bot.service.github.credentials import AppCredentials
+from bot.service.github.github_app import GitHubApp
 from tests.fake_github import FakeGitHub
 
 INSTALLATION = 77

@@ -13,7 +13,7 @@ import pytest
 
 from bot.engine import Engine
 from bot.service.handlers.dispatch import execute_job
-from bot.service.queue.records import Job
+from bot.service.queue.jobs import Job
 from bot.service.queue.worker import Worker
 from bot.service.state import ServiceState
 from bot.settings import Settings

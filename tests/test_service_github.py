@@ -15,9 +15,9 @@ from bot.service.errors import (
     TransientGitHubError,
 )
 from bot.service.github.api_errors import translate
-from bot.service.github.app import GitHubApp
 from bot.service.github.client import InstallationClient
 from bot.service.github.credentials import AppCredentials
+from bot.service.github.github_app import GitHubApp
 from bot.service.github.payloads import parse_event
 from tests.fake_github import REPO, FakeGitHub, github_holding, issue_payload, load_payload
 

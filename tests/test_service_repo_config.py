@@ -14,8 +14,8 @@ from bot.repo_config import (
     label_names,
     parse_repo_config,
 )
-from bot.service.github.app import GitHubApp
 from bot.service.github.credentials import AppCredentials
+from bot.service.github.github_app import GitHubApp
 from bot.service.handlers.config_file import load_repo_config
 from bot.settings import AXES
 from bot.taxonomy import Taxonomy

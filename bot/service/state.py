@@ -16,8 +16,8 @@ from bot.domain import Issue
 from bot.engine import Engine, build_engine
 from bot.errors import ConfigError
 from bot.memory.queries import Memory
-from bot.service.github.app import GitHubApp
 from bot.service.github.credentials import check_credentials
+from bot.service.github.github_app import GitHubApp
 from bot.service.handlers.feedback import LearnedCorrections
 from bot.service.metrics import Metrics
 from bot.service.queue.pacing import reserve_write

@@ -9,7 +9,7 @@ from bot.service.github.payloads import parse_event
 from bot.service.handlers import commands, installation, issue_lifecycle, triage
 from bot.service.handlers.context import JobContext
 from bot.service.handlers.router import Router
-from bot.service.queue.records import Job
+from bot.service.queue.jobs import Job
 from bot.service.state import ServiceState
 
 ROUTER = Router(triage.router, commands.router, installation.router, issue_lifecycle.router)

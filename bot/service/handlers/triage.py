@@ -13,7 +13,7 @@ from bot.service.handlers.context import JobContext
 from bot.service.handlers.issue_lifecycle import remember_from_delivery
 from bot.service.handlers.recall import recall
 from bot.service.handlers.router import Router
-from bot.service.queue.records import Decision
+from bot.service.queue.jobs import Decision
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import datetime as dt
 import logging
 import time
 
-from bot.service.github.app import GitHubApp, hook_deliveries, redeliver
+from bot.service.github.github_app import GitHubApp, hook_deliveries, redeliver
 from bot.service.queue.store import Store
 
 log = logging.getLogger(__name__)

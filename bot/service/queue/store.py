@@ -12,7 +12,7 @@ from typing import Any
 
 from bot.errors import ConfigError
 from bot.service.queue.deliveries import NewDelivery, Recorded, record_deliveries
-from bot.service.queue.records import Decision, Job
+from bot.service.queue.jobs import Decision, Job
 from bot.storage.database import (  # StoreUnavailable and the connectors are imported from here too
     StoreUnavailable,
     check_room,

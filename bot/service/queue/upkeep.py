@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from bot.service.queue.records import Job
+from bot.service.queue.jobs import Job
 from bot.service.queue.store import JOB_COLUMNS, Store, _job
 
 DAY_S = 86400.0

@@ -15,7 +15,7 @@ from bot.errors import TriageError
 from bot.service.errors import PermanentGitHubError, RateLimited, TransientGitHubError
 from bot.service.handlers.dispatch import execute_job
 from bot.service.logs import bind_delivery
-from bot.service.queue.records import Job
+from bot.service.queue.jobs import Job
 from bot.service.queue.recovery import recover_missed
 from bot.service.queue.upkeep import prune, worker_beat
 from bot.service.state import ServiceState

@@ -1,4 +1,4 @@
-"""The records of the queue's tables: jobs, and the decision each triage job leaves for audit and `/decisions`."""
+"""Jobs: the unit of work the queue holds, and the decision each triage job leaves for audit and `/decisions`."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from bot.service.signature import verify_signature
+from bot.service.web.signature import verify_signature
 
 SECRET = os.environ.get("DDL_TRIAGE_WEBHOOK_SECRET", "")
 

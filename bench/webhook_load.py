@@ -39,7 +39,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.service.signature import sign_body  # noqa: E402
+from bot.service.web.signature import sign_body  # noqa: E402
 from tests.fake_github import SECRET  # noqa: E402
 
 UVICORN_FAST = ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"]

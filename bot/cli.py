@@ -184,12 +184,15 @@ def serve(
                                                     "(0: web only, for a replica behind `ddl-triage worker`s).")] = 1,
 ) -> None:
     """Run the GitHub App webhook service (FastAPI + uvicorn) and its worker process(es)."""
-    from bot.service.app import run_server
+    from bot.service.metrics_files import share_metrics_between_processes
 
     settings = load_settings(data_dir)
     if shadow:
         settings = settings.model_copy(update={"shadow": True})
+    share_metrics_between_processes(settings)  # before prometheus_client is imported, here or in a worker
     check_knowledge(settings)
+    from bot.service.processes import run_server
+
     run_server(settings, host, port, workers)
 
 
@@ -227,7 +230,7 @@ def replay(
     delivery: Annotated[str | None, typer.Option(help="X-GitHub-Delivery id (default: a new one).")] = None,
 ) -> None:
     """Sign a saved delivery with DDL_TRIAGE_WEBHOOK_SECRET and send it to a running service."""
-    from bot.service.replay import replay_delivery
+    from bot.service.web.replay import replay_delivery
 
     settings = load_settings()
     status, text = replay_delivery(settings, payload, url, event, delivery)
@@ -240,7 +243,7 @@ def _register_subcommands() -> None:
     from bot.pack_cli import pack_app
 
     app.add_typer(pack_app, name="pack")
-    from bot.memory.cli import register as register_memory  # history sync, backtest
+    from bot.memory_cli import register as register_memory  # history sync, backtest
 
     register_memory(app)
 

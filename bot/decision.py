@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bot.domain import TriageResult
-from bot.service.feedback import apply_corrections
-from bot.service.repo_config import RepoConfig, apply_thresholds, label_names
+from bot.domain import AxisPrediction, TriageResult
+from bot.repo_config import RepoConfig, apply_thresholds, label_names
 
 
 @dataclass(frozen=True)
@@ -24,11 +23,21 @@ class Plan:
     labels: list[str] = field(default_factory=list)
 
 
-def decide(result: TriageResult, config: RepoConfig, corrections: dict[str, str], *, service_shadow: bool,
-           can_post: bool) -> Plan:
+def plan_response(result: TriageResult, config: RepoConfig, corrections: dict[str, str], *,
+                  service_shadow: bool, can_post: bool) -> Plan:
     """The plan for `result`: thresholds, then corrections (a maintainer's word beats any threshold);
     shadow if the service or the repository asks for it; post and label only outside shadow with a client."""
     shown = apply_corrections(apply_thresholds(result, config.thresholds), corrections)
     shadow = service_shadow or config.shadow
     post = not shadow and can_post
     return Plan(result=shown, shadow=shadow, post=post, labels=label_names(config, shown) if post else [])
+
+
+def apply_corrections(result: TriageResult, corrections: dict[str, str]) -> TriageResult:
+    """The result with the maintainers' values in place of the predictions they corrected."""
+    if not corrections:
+        return result
+    predictions = dict(result.predictions)
+    for axis, value in corrections.items():
+        predictions[axis] = AxisPrediction(label=value, confidence=1.0, top=[(value, 1.0)], corrected=True)
+    return result.model_copy(update={"predictions": predictions})

@@ -70,6 +70,10 @@ class EmbeddingCache:
             self._db.executemany("INSERT OR REPLACE INTO embedding VALUES (?, ?, ?, ?)",
                                  [(model, h, len(v), v.astype(np.float32).tobytes()) for h, v in items.items()])
 
+    def delete_many(self, model: str, hashes: Sequence[str]) -> None:
+        with self._db:
+            self._db.executemany("DELETE FROM embedding WHERE model = ? AND hash = ?", [(model, h) for h in hashes])
+
     def close(self) -> None:
         self._db.close()
 
@@ -112,6 +116,11 @@ class Embedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.vstack([known[h] for h in hashes]).astype(np.float32)
+
+    def forget(self, hashes: Sequence[str]) -> None:
+        """Drop the cached vectors of these text hashes (an uninstalled repository's issues)."""
+        if self._cache and hashes:
+            self._cache.delete_many(self.model_id, hashes)
 
     def _encode(self, texts: list[str], progress: Callable[[int], None] | None) -> np.ndarray:
         model = self._load()

@@ -66,6 +66,8 @@ class Settings(BaseSettings):
     # Bearer token for /metrics, /decisions and the OpenAPI pages (unset: open only in shadow mode on loopback).
     ops_token: SecretStr | None = None
     retention_days: float = 30.0  # finished jobs, their deliveries, and decisions older than this are deleted
+    # `serve`'s worker processes run at this niceness: on a busy machine the acknowledgements come first.
+    worker_niceness: int = Field(default=19, ge=0, le=19)
 
     # Repository memory (history sync, related issues, neighbour titles)
     github_token: SecretStr | None = None  # `ddl-triage history sync` without App credentials

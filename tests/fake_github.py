@@ -31,9 +31,9 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
 from bot.engine import Engine
-from bot.service.app import create_app
-from bot.service.signature import sign_body
 from bot.service.state import ServiceOptions, ServiceState
+from bot.service.web.app import create_app
+from bot.service.web.signature import sign_body
 from bot.settings import Settings
 from tests.loopback import serving
 

@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from bot.engine import Engine
-from bot.memory.service import Memory
+from bot.memory.queries import Memory
 from bot.settings import Settings
 from tests.fake_github import (
     REPO,

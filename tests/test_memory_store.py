@@ -51,7 +51,7 @@ def test_the_memory_tables_upsert_version_search_and_forget_per_repository(url: 
         store.cache_title("x/y#1", "a title", "issue", "open")
         assert store.cached_title("x/y#1", ttl_s=60.0) is not None
         assert store.cached_title("x/y#1", ttl_s=-1.0) is None, "an expired title is read again"
-        assert store.delete_repo(A) == 6
+        assert len(store.delete_repo(A)) == 6
         assert store.count(A) == 0 and store.cursor(A) is None and store.count(B) == 1
     finally:
         store.close()
@@ -61,7 +61,7 @@ def test_replicas_starting_together_on_one_new_database_each_get_the_tables(url:
     """Two replicas' first start on PostgreSQL raced on CREATE TABLE IF NOT EXISTS (a unique violation)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from bot.service.store import Store
+    from bot.service.queue.store import Store
 
     def start(_: int) -> int:
         service, memory = Store(url), MemoryStore(url)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.domain import EnvironmentFacts, Neighbour, TriageResult
-from bot.memory.events import ClientLookup
-from bot.memory.service import with_titles
+from bot.memory.queries import with_titles
 from bot.memory.store import MemoryStore
+from bot.service.handlers.recall import ClientLookup
 from tests.fake_github import FakeGitHub
 from tests.memory_helpers import installation_client
 

@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 
 from bot.domain import Issue
 from bot.engine import Engine
-from bot.service.commands import TriageCommand, parse_command
-from bot.service.github import issue_html_url
+from bot.links import issue_html_url
+from bot.service.handlers.commands import TriageCommand, parse_command
 from bot.settings import Settings
 from tests.fake_github import (
     REPO,

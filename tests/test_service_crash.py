@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bot.service.store import Store
+from bot.service.queue.store import Store
 from bot.settings import Settings
 from tests.fake_github import REPO, FakeGitHub, Hold, deliver, issue_payload, running_service
 

@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from bot.engine import Engine
-from bot.service.recovery import recover_missed
+from bot.service.queue.recovery import recover_missed
 from bot.service.state import ServiceState
 from bot.settings import Settings
 from tests.fake_github import (

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from bot.engine import Engine
-from bot.service.events import Job
-from bot.service.jobs import execute_job
+from bot.service.handlers.dispatch import execute_job
+from bot.service.queue.jobs import Job
+from bot.service.queue.worker import Worker
 from bot.service.state import ServiceState
-from bot.service.worker import Worker
 from bot.settings import Settings
 from tests.fake_github import (
     DROP,

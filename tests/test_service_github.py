@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.service.credentials import AppCredentials
 from bot.service.errors import (
     NotFound,
     PayloadFieldError,
@@ -15,7 +14,11 @@ from bot.service.errors import (
     RateLimited,
     TransientGitHubError,
 )
-from bot.service.github import GitHubApp, InstallationClient, parse_event, translate
+from bot.service.github.api_errors import translate
+from bot.service.github.client import InstallationClient
+from bot.service.github.credentials import AppCredentials
+from bot.service.github.github_app import GitHubApp
+from bot.service.github.payloads import parse_event
 from tests.fake_github import REPO, FakeGitHub, github_holding, issue_payload, load_payload
 
 MARKED = "<!-- ddl-triage v1 taxonomy=ddl-v1 model=m predictor=default -->\nsuggestion"
@@ -38,20 +41,28 @@ def client(github: FakeGitHub) -> InstallationClient:
     return app_for(github).installation(51000001)
 
 
-def test_installation_token_is_cached_until_shortly_before_it_expires(github: FakeGitHub) -> None:
+def token_requests(github: FakeGitHub, installation: int) -> int:
+    return len([r for r in github.requests if r.path == f"/app/installations/{installation}/access_tokens"])
+
+
+def test_an_installation_token_is_bought_on_first_use_and_renewed_by_pygithub_before_it_expires(
+        github: FakeGitHub) -> None:
     app = app_for(github)
-    assert app.installation(1) is app.installation(1)
-    assert len([r for r in github.requests if r.path == "/app/installations/1/access_tokens"]) == 1
-    github.token_ttl_s = 120  # inside the renewal margin: every call buys a fresh token
-    short = app_for(github)
-    short.installation(2)
-    short.installation(2)
-    assert len([r for r in github.requests if r.path == "/app/installations/2/access_tokens"]) == 2
+    client = app.installation(1)
+    assert app.installation(1) is client and token_requests(github, 1) == 0, "no token until a request needs one"
+    client.read_issue(REPO, 42)
+    client.read_issue(REPO, 42)
+    assert token_requests(github, 1) == 1, "one token serves both reads"
+    github.token_ttl_s = 10  # inside PyGithub's renewal margin: each request buys a fresh token
+    short = app_for(github).installation(2)
+    short.read_issue(REPO, 42)
+    short.read_issue(REPO, 42)
+    assert token_requests(github, 2) == 2
 
 
 def test_a_jwt_of_another_app_is_refused(github: FakeGitHub) -> None:
     with pytest.raises(PermanentGitHubError, match="401"):
-        app_for(github, app_id=1).installation(1)
+        app_for(github, app_id=1).installation(1).read_issue(REPO, 42)
 
 
 def test_read_issue_and_a_missing_config_file(client: InstallationClient) -> None:

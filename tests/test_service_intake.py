@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.service.deliveries import NewDelivery, Recorded
 from bot.service.errors import StoreBusy
-from bot.service.intake import Intake
-from bot.service.store import Store
+from bot.service.queue.deliveries import NewDelivery, Recorded
+from bot.service.queue.store import Store
+from bot.service.web.intake import Intake
 
 
 @pytest.fixture

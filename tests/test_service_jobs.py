@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from bot.engine import Engine
-from bot.service.jobs import execute_job
+from bot.service.handlers.dispatch import execute_job
 from bot.settings import Settings
 from tests.fake_github import (
     COMMENTS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.engine import Engine
-from bot.service.recovery import recover_missed
+from bot.service.queue.recovery import recover_missed
 from bot.settings import Settings
 from tests.fake_github import (
     REPO,

@@ -23,8 +23,8 @@ from pydantic import SecretStr
 
 from bot.engine import Engine
 from bot.errors import DataError, TriageError
-from bot.service.replay import replay_delivery
-from bot.service.signature import verify_signature
+from bot.service.web.replay import replay_delivery
+from bot.service.web.signature import verify_signature
 from bot.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent

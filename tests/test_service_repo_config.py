@@ -7,16 +7,16 @@ import logging
 import pytest
 
 from bot.domain import AxisPrediction, EnvironmentFacts, TriageResult
-from bot.service.credentials import AppCredentials
-from bot.service.github import GitHubApp
-from bot.service.repo_config import (
+from bot.repo_config import (
     CONFIG_PATH,
     RepoConfig,
     apply_thresholds,
     label_names,
-    load_repo_config,
     parse_repo_config,
 )
+from bot.service.github.credentials import AppCredentials
+from bot.service.github.github_app import GitHubApp
+from bot.service.handlers.config_file import load_repo_config
 from bot.settings import AXES
 from bot.taxonomy import Taxonomy
 from tests.fake_github import REPO, FakeGitHub
@@ -47,7 +47,7 @@ def test_a_missing_or_empty_file_gives_the_defaults(taxonomy: Taxonomy) -> None:
 ])
 def test_an_invalid_file_gives_the_defaults_and_a_log_line_naming_the_error(
         taxonomy: Taxonomy, caplog: pytest.LogCaptureFixture, text: str, named: str) -> None:
-    with caplog.at_level(logging.WARNING, logger="bot.service.repo_config"):
+    with caplog.at_level(logging.WARNING, logger="bot.repo_config"):
         assert parse_repo_config(text, taxonomy, "o/r/.github/ddl-triage.yml") == RepoConfig()
     [line] = [r.getMessage() for r in caplog.records]
     assert "o/r/.github/ddl-triage.yml is invalid" in line and named in line
@@ -80,7 +80,7 @@ def test_the_config_is_read_as_the_installation_and_an_unreadable_one_gives_the_
     github.repos[REPO].files[CONFIG_PATH] = "enabled: false\n"
     assert load_repo_config(client, REPO, taxonomy) == RepoConfig(enabled=False)
     github.fail("GET", f"/repos/{REPO}/contents/{CONFIG_PATH}", (403, {}, "Resource not accessible by integration"))
-    with caplog.at_level(logging.WARNING, logger="bot.service.repo_config"):
+    with caplog.at_level(logging.WARNING, logger="bot.service.handlers.config_file"):
         assert load_repo_config(client, REPO, taxonomy) == RepoConfig()
     assert "cannot be read, using the defaults" in caplog.text
     assert load_repo_config(None, REPO, taxonomy) == RepoConfig(), "no credentials: the defaults"

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from bot.engine import Engine
-from bot.service.deliveries import NewDelivery
-from bot.service.events import Decision
-from bot.service.store import Store
+from bot.service.queue.deliveries import NewDelivery
+from bot.service.queue.jobs import Decision
+from bot.service.queue.store import Store
 from bot.settings import Settings
 from tests.fake_github import FakeGitHub, app_settings_for, deliver, issue_payload, running_service, wait_idle
 

@@ -15,7 +15,7 @@ from bot.engine import Engine
 from bot.memory.index import MemoryIndex
 from bot.normalise import normalise
 from bot.policy import decide
-from bot.service.repo_config import RepoConfig
+from bot.repo_config import RepoConfig
 
 OVERRIDE_FLOOR = 0.90  # cosine; below this a labelled issue of the repository is evidence, not an override
 

@@ -14,8 +14,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from bot.errors import ConfigError
-from bot.service.database import connect_sqlite, live_postgres, transaction
-from bot.service.store import SCHEMA_LOCK
+from bot.storage.database import connect_sqlite, live_postgres, transaction
+from bot.storage.schema import create_tables
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_issues (
@@ -83,11 +83,7 @@ class MemoryStore:
         self._lock = threading.Lock()
         self._conn: Any = _connect(url, self.postgres)
         with self._tx() as run:
-            if self.postgres:  # replicas starting together: one creates the tables, the others wait for it
-                run("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
-            for statement in SCHEMA.format(blob="BYTEA" if self.postgres else "BLOB").split(";"):
-                if statement.strip():
-                    run(statement)
+            create_tables(run, self.postgres, SCHEMA.format(blob="BYTEA" if self.postgres else "BLOB"))
 
     def close(self) -> None:
         with self._lock:
@@ -139,13 +135,17 @@ class MemoryStore:
             run("DELETE FROM memory_issues WHERE repo = ? AND number = ?", (repo, number))
             _bump(run, repo)
 
-    def delete_repo(self, repo: str) -> int:
-        """Forget a repository entirely (uninstalled): its issues and its sync cursor."""
+    def delete_repo(self, repo: str) -> list[str]:
+        """Forget a repository entirely (uninstalled): its issues and their vectors, its sync cursor, its
+        version and the cached titles of its issues; returns the text hashes of the issues it held."""
         with self._tx() as run:
-            removed = int(run("DELETE FROM memory_issues WHERE repo = ?", (repo,)).rowcount)
+            hashes = [str(row[0]) for row in run("SELECT text_hash FROM memory_issues WHERE repo = ?",
+                                                 (repo,)).fetchall()]
+            run("DELETE FROM memory_issues WHERE repo = ?", (repo,))
             run("DELETE FROM memory_sync WHERE repo = ?", (repo,))
-            _bump(run, repo)
-        return removed
+            run("DELETE FROM memory_versions WHERE repo = ?", (repo,))
+            run("DELETE FROM memory_titles WHERE key LIKE ?", (f"{repo}#%",))
+        return hashes
 
     def issue(self, repo: str, number: int) -> MemoryIssue | None:
         with self._tx() as run:
@@ -245,8 +245,11 @@ class MemoryStore:
 
 
 def _bump(run: Any, repo: str) -> None:
-    run("INSERT INTO memory_versions (repo, version) VALUES (?, 1) "
-        "ON CONFLICT (repo) DO UPDATE SET version = memory_versions.version + 1", (repo,))
+    # A new version is at least the clock in nanoseconds: a repository forgotten (its row deleted) and
+    # synced again never gets back a version that a replica's index still holds for its old rows.
+    run("INSERT INTO memory_versions (repo, version) VALUES (?, ?) ON CONFLICT (repo) DO UPDATE SET version = "
+        "CASE WHEN excluded.version > memory_versions.version THEN excluded.version "
+        "ELSE memory_versions.version + 1 END", (repo, time.time_ns()))
 
 
 def _blob(vector: np.ndarray) -> bytes:

@@ -1,7 +1,7 @@
 """`ddl-triage action`: the GitHub Action form, for maintainers who will not host a service.
 
 It reads the workflow's event (`GITHUB_EVENT_PATH`, `GITHUB_EVENT_NAME`) and runs it through the App's own
-handlers (`jobs.ROUTER`): the same marker, the same `.github/ddl-triage.yml`, the same rules (no mentions,
+handlers (`handlers.dispatch.ROUTER`): the same marker, the same `.github/ddl-triage.yml`, the same rules (no mentions,
 never closes, labels only added), authenticated with the workflow's `GITHUB_TOKEN` instead of an App.
 """
 
@@ -18,14 +18,12 @@ from pathlib import Path
 
 from github import Auth, Github
 
-from bot.engine import build_engine
 from bot.errors import ConfigError
-from bot.service.github import InstallationClient, client_options, parse_event
-from bot.service.jobs import ROUTER
-from bot.service.metrics import Metrics
-from bot.service.router import JobContext
-from bot.service.state import EngineSlot, ServiceOptions, ServiceState
-from bot.service.store import Store
+from bot.service.github.client import InstallationClient, client_options
+from bot.service.github.payloads import parse_event
+from bot.service.handlers.context import JobContext
+from bot.service.handlers.dispatch import ROUTER
+from bot.service.state import Role, build_state
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -96,9 +94,13 @@ def run_action(settings: Settings, env: Mapping[str, str] | None = None) -> str:
                           "step (permissions: issues: write), or use --shadow to only print the comment")
     api_url = env.get("GITHUB_API_URL") or DEFAULT_API_URL
     client = token_client(token, api_url, settings.write_interval_s) if token else None
-    engine = build_engine(settings)
-    store = Store(settings.sqlite_url)
-    state = ServiceState(settings=settings, options=ServiceOptions(run_worker=False), store=store,
-                         metrics=Metrics(), engine=EngineSlot(engine), github=None)
-    run = f"action-{env.get('GITHUB_RUN_ID', 'local')}-{env.get('GITHUB_RUN_ATTEMPT', '1')}"
-    return ROUTER.dispatch(ActionContext(state=state, engine=engine, client=client, delivery_id=run), event)
+    # The workflow token is the client; the state is built as every process builds it (no App client).
+    state = build_state(settings, Role.ACTION, github=lambda _settings: None)
+    try:
+        engine = state.engine.engine
+        assert engine is not None  # an ACTION state is built with its engine loaded
+        run = f"action-{env.get('GITHUB_RUN_ID', 'local')}-{env.get('GITHUB_RUN_ATTEMPT', '1')}"
+        return ROUTER.dispatch(ActionContext(state=state, engine=engine, client=client, delivery_id=run,
+                                             payload=payload), event)
+    finally:
+        state.close()

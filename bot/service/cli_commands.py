@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
 def worker(shadow: Annotated[bool, typer.Option("--shadow", help="Store decisions instead of posting them.")]
            = False) -> None:
     """Run one worker process: triage queued deliveries from the service database until stopped."""
-    from bot.service.worker_process import run_worker_process
+    from bot.service.processes import run_worker_process
 
     settings = Settings()
     run_worker_process(settings.model_copy(update={"shadow": True}) if shadow else settings)
@@ -33,8 +33,8 @@ def jobs_list(status: Annotated[str | None, typer.Option(help=f"Only jobs of one
               = None,
               limit: Annotated[int, typer.Option(min=1, help="How many, newest first.")] = 50) -> None:
     """The latest jobs: id, status, attempts, event, issue, received, last error."""
-    from bot.service.app import open_store
-    from bot.service.upkeep import list_jobs
+    from bot.service.queue.upkeep import list_jobs
+    from bot.service.state import open_store
 
     if status is not None and status not in STATUSES:
         raise typer.BadParameter(f"{status!r} is no status; use one of {', '.join(STATUSES)}", param_hint="--status")
@@ -53,8 +53,8 @@ def jobs_list(status: Annotated[str | None, typer.Option(help=f"Only jobs of one
 def jobs_retry(ids: Annotated[list[int] | None, typer.Argument(help="Job ids (see `jobs list`).")] = None,
                all_failed: Annotated[bool, typer.Option("--all-failed", help="Every failed job.")] = False) -> None:
     """Queue failed jobs again with fresh attempts (a running worker picks them up)."""
-    from bot.service.app import open_store
-    from bot.service.upkeep import retry_jobs
+    from bot.service.queue.upkeep import retry_jobs
+    from bot.service.state import open_store
 
     if not ids and not all_failed:
         raise typer.BadParameter("name job ids or pass --all-failed", param_hint="IDS")

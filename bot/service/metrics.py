@@ -1,9 +1,18 @@
-"""Prometheus counters of deliveries, jobs, failures and latency, in a registry owned by one app."""
+"""Prometheus counters of deliveries, jobs, failures and latency, exported from every process.
+
+Under `serve` (a web process and worker processes) prometheus_client's multiprocess mode is on
+(`PROMETHEUS_MULTIPROC_DIR`, see `metrics_files.py`): each process writes its series to files there, and
+the web process's `/metrics` merges every process's. Without it (one process: the tests' harness) each app
+instance has its own registry."""
 
 from __future__ import annotations
 
+import os
+
 import prometheus_client
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, multiprocess
+
+from bot.service.metrics_files import MULTIPROC_VARIABLE
 
 # Label values come from these fixed sets only: a header is never a label (unsigned junk cannot grow /metrics).
 KNOWN_EVENTS = frozenset({"issues", "issue_comment", "ping", "installation", "installation_repositories"})
@@ -22,6 +31,8 @@ class Metrics:
     content_type = prometheus_client.CONTENT_TYPE_LATEST
 
     def __init__(self) -> None:
+        # Read once, as prometheus_client itself does at import: the mode of every series of this process.
+        self.shared_dir = os.environ.get(MULTIPROC_VARIABLE) or None
         self.registry = CollectorRegistry()
         r = self.registry
         self.deliveries = Counter("ddl_triage_deliveries", "Webhook deliveries by event and outcome",
@@ -36,11 +47,20 @@ class Metrics:
         self.delivery_to_done_seconds = Histogram(
             "ddl_triage_delivery_to_done_seconds", "From a delivery's receipt to its job's success",
             registry=r, buckets=LATENCY_BUCKETS)
-        self.queue = Gauge("ddl_triage_jobs_by_status", "Jobs in the store by status", ["status"], registry=r)
-        self.ready = Gauge("ddl_triage_ready", "1 once the case base is loaded", registry=r)
+        # Set by the web process at scrape time; across processes, the live processes' latest value.
+        self.queue = Gauge("ddl_triage_jobs_by_status", "Jobs in the store by status", ["status"], registry=r,
+                           multiprocess_mode="livemostrecent")
+        self.ready = Gauge("ddl_triage_ready", "1 once a process that runs jobs has its case base loaded",
+                           registry=r, multiprocess_mode="livemax")
 
-    def render(self, job_counts: dict[str, int]) -> bytes:
-        """The text exposition, with the queue gauge read from the store at scrape time."""
+    def render(self, job_counts: dict[str, int], ready: bool) -> bytes:
+        """The text exposition (every process's series under `serve`), with the queue gauge read from the
+        store and readiness (a worker, here or in a worker process, has its engine) at scrape time."""
         for status in ("queued", "running", "done", "failed"):
             self.queue.labels(status=status).set(job_counts.get(status, 0))
-        return prometheus_client.generate_latest(self.registry)
+        self.ready.set(1 if ready else 0)
+        if self.shared_dir is None:
+            return prometheus_client.generate_latest(self.registry)
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged, path=self.shared_dir)
+        return prometheus_client.generate_latest(merged)

@@ -1,0 +1,110 @@
+"""The memory as the service uses it: related issues of the same repository, and neighbours' titles."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from bot.domain import Neighbour, RelatedIssue, TriageResult
+from bot.links import issue_html_url
+from bot.memory.index import MemoryIndex
+from bot.memory.labels import LabelModel
+from bot.memory.store import MemoryIssue, MemoryStore
+from bot.settings import Settings
+
+log = logging.getLogger(__name__)
+
+CASE_ID = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)#(?P<number>\d+)$")
+
+
+@dataclass
+class Memory:
+    """The memory's store and its in-memory index, shared by the worker's jobs."""
+
+    store: MemoryStore
+    index: MemoryIndex
+    label_models: dict[str, LabelModel] = field(default_factory=dict)
+
+    def label_model(self, repo: str) -> LabelModel:
+        """The repository's label model, refitted once its history has grown by a twentieth since the last fit."""
+        model = self.label_models.get(repo)
+        if model is None or self.store.count(repo) > 1.05 * len(model.issues) + 1:
+            model = LabelModel.fit(*self.store.vectors(repo))
+            self.label_models[repo] = model
+        return model
+
+    @classmethod
+    def open(cls, settings: Settings) -> Memory:
+        store = MemoryStore(settings.sqlite_url)
+        return cls(store, MemoryIndex(store, settings.memory_max_rows))
+
+    def close(self) -> None:
+        self.store.close()
+
+    def forget_repo(self, repo: str) -> list[str]:
+        """Everything of `repo` goes (its index and label model here, its rows in the database); returns the
+        text hashes of its issues, for the embedding cache to forget too."""
+        self.index.forget(repo)
+        self.label_models.pop(repo, None)
+        return self.store.delete_repo(repo)
+
+
+def related_issues(memory: Memory, settings: Settings, repo: str, number: int | None, vector: np.ndarray,
+                   before: float | None = None) -> list[RelatedIssue]:
+    """The closest issues of `repo` (and of no other repository) above the similarity floor."""
+    hits = memory.index.search(repo, vector, settings.memory_related_max, exclude=number, before=before)
+    return [as_related(issue, score, settings.github_api_url, settings.memory_duplicate_floor)
+            for issue, score in hits if score >= settings.memory_related_floor]
+
+
+def repo_label_suggestions(memory: Memory, repo: str, vector: np.ndarray) -> list[tuple[str, float]]:
+    """The repository's own labels its model suggests (never a "duplicate" label: the bot does not judge that)."""
+    return [(name, round(score, 4)) for name, score in memory.label_model(repo).suggest(vector)
+            if "duplicate" not in name.casefold()]
+
+
+def as_related(issue: MemoryIssue, score: float, api_url: str, duplicate_floor: float) -> RelatedIssue:
+    # GitHub redirects /issues/N to /pull/N for a pull request, so one address form serves both.
+    return RelatedIssue(
+        repo=issue.repo, number=issue.number, url=issue_html_url(api_url, issue.repo, issue.number),
+        title=issue.title, type=issue.type, state=issue.state, state_reason=issue.state_reason,
+        closed_by=issue.closed_by, duplicate_of=issue.duplicate_of, labels=issue.labels, score=round(score, 4),
+        possible_duplicate=issue.type == "issue" and issue.state == "open" and score >= duplicate_floor)
+
+
+class IssueLookup(Protocol):
+    def lookup(self, repo: str, number: int) -> tuple[str | None, str | None, str | None]:
+        """(title, type, state) of an issue as GitHub says now."""
+        ...
+
+
+def with_titles(result: TriageResult, store: MemoryStore, lookup: IssueLookup | None, ttl_s: float
+                ) -> TriageResult:
+    """The result with each pack neighbour's title, type and state as GitHub returns them (cached, TTL);
+    without a client (offline) they stay None and the comment shows links and labels only."""
+    if lookup is None:
+        return result
+    neighbours: list[Neighbour] = []
+    for n in result.neighbours:
+        match = CASE_ID.match(n.id)
+        if match is None:
+            neighbours.append(n)
+            continue
+        cached = store.cached_title(n.id, ttl_s)
+        if cached is None:
+            try:
+                title, type_, state = lookup.lookup(match["repo"], int(match["number"]))
+            except Exception as exc:  # a title is a nicety: a failed read leaves the link, and is not cached
+                log.warning("title of %s not read: %s", n.id, exc)
+                neighbours.append(n)
+                continue
+            store.cache_title(n.id, title, type_, state)
+        else:
+            title, type_, state = cached.title, cached.type, cached.state
+        neighbours.append(n.model_copy(update={"title": title or n.title, "type": type_ or n.type,
+                                               "state": state or n.state}))
+    return result.model_copy(update={"neighbours": neighbours})

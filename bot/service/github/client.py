@@ -1,0 +1,161 @@
+"""GitHub as one installation: the reads and the few writes the bot makes, through PyGithub."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from github import Github
+from github.GithubObject import NotSet
+from github.IssueComment import IssueComment
+
+from bot.comment import has_marker
+from bot.domain import Issue
+from bot.service.errors import NotFound, PermanentGitHubError
+from bot.service.github.api_errors import github_errors
+from bot.service.github.models import Comment, IssueSnapshot, PostedComment
+
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+TIMEOUT_S = 15
+
+
+def client_options(api_url: str) -> dict[str, Any]:
+    # retry=0 and no PyGithub throttling: the worker owns retries, backoff and the write interval.
+    return {"base_url": api_url, "retry": 0, "timeout": TIMEOUT_S, "seconds_between_requests": None,
+            "seconds_between_writes": None}
+
+
+class InstallationClient:
+    """Reads and the few writes the bot makes, as one installation; never deletes, never edits the issue."""
+
+    def __init__(self, gh: Github, pace_write: Callable[[], None], app_id: int | None) -> None:
+        self._gh = gh
+        self._pace_write = pace_write
+        self._app_id = app_id
+
+    def read_issue(self, repo: str, number: int) -> IssueSnapshot:
+        with github_errors(f"read {repo}#{number}"):
+            issue = self._gh.get_repo(repo).get_issue(number)
+            return IssueSnapshot(
+                issue=Issue(id=f"{repo}#{number}", title=issue.title, body=issue.body or "", repo=repo,
+                            number=number, url=issue.html_url),
+                state=issue.state, is_pull_request=issue.pull_request is not None,
+                labels=[label.name for label in issue.labels])
+
+    def read_file(self, repo: str, path: str) -> str | None:
+        """A text file of the default branch, or None when it does not exist."""
+        try:
+            with github_errors(f"read {repo}/{path}"):
+                content = self._gh.get_repo(repo).get_contents(path)
+                if isinstance(content, list):
+                    raise PermanentGitHubError(f"{repo}/{path} is a directory, not a file")
+                return content.decoded_content.decode("utf-8", errors="replace")
+        except NotFound:
+            return None
+
+    def find_bot_comment(self, repo: str, number: int) -> Comment | None:
+        """The bot's own comment on the issue, found by its hidden marker."""
+        found = self._bot_comment(repo, number)
+        if found is None:
+            return None
+        return Comment(id=found.id, body=found.body, author=found.user.login, author_is_bot=True)
+
+    def upsert_comment(self, repo: str, number: int, body: str) -> PostedComment:
+        """Edit the bot's comment in place, or create it; an unchanged body is not written again."""
+        existing = self._bot_comment(repo, number)
+        if existing is not None and existing.body == body:
+            return PostedComment(id=existing.id, created=False, changed=False)
+        self._pace_write()
+        if existing is not None:
+            with github_errors(f"edit comment {existing.id} on {repo}#{number}"):
+                existing.edit(body)
+            return PostedComment(id=existing.id, created=False, changed=True)
+        with github_errors(f"comment on {repo}#{number}"):
+            created = self._gh.get_repo(repo).get_issue(number).create_comment(body)
+        return PostedComment(id=created.id, created=True, changed=True)
+
+    def _bot_comment(self, repo: str, number: int) -> IssueComment | None:
+        with github_errors(f"list comments of {repo}#{number}"):
+            for comment in self._gh.get_repo(repo).get_issue(number).get_comments():
+                if has_marker(comment.body) and self._is_own(comment):
+                    return comment
+        return None
+
+    def _is_own(self, comment: IssueComment) -> bool:
+        """Written by this App (another bot quoting the marker is left alone)."""
+        if comment.user.type != "Bot":
+            return False
+        app = comment.performed_via_github_app
+        # A server that does not report the App, or a workflow token (whose App id we do not know): any bot
+        # comment that carries the marker.
+        return app is None or self._app_id is None or bool(app.id == self._app_id)
+
+    def add_labels(self, repo: str, number: int, wanted: list[str], present: list[str]) -> list[str]:
+        """Add those of `wanted` that the repository has and the issue lacks; returns what was added."""
+        with github_errors(f"labels of {repo}"):
+            existing = {label.name.casefold(): label.name for label in self._gh.get_repo(repo).get_labels()}
+        have = {name.casefold() for name in present}
+        to_add = list(dict.fromkeys(existing[name.casefold()] for name in wanted
+                                    if name.casefold() in existing and name.casefold() not in have))
+        if to_add:
+            self._pace_write()
+            with github_errors(f"label {repo}#{number}"):
+                self._gh.get_repo(repo).get_issue(number).add_to_labels(*to_add)
+        return to_add
+
+    def can_write(self, repo: str, user: str) -> bool:
+        """Whether `user` has write access (or more) to the repository."""
+        try:
+            with github_errors(f"permission of {user} on {repo}"):
+                return self._gh.get_repo(repo).get_collaborator_permission(user) in WRITE_PERMISSIONS
+        except NotFound:
+            return False
+
+    # --- the repository memory's reads (history sync, live updates, installation repositories) -------------
+
+    def list_issues_page(self, repo: str, page: int, per_page: int = 100, since: datetime | None = None
+                         ) -> list[dict[str, Any]]:
+        """One page (1-based) of the repository's issues and pull requests, all states, oldest first."""
+        self._gh.per_page = per_page
+        with github_errors(f"list issues of {repo}, page {page}"):
+            listing = self._gh.get_repo(repo).get_issues(state="all", sort="created", direction="asc",
+                                                         since=since if since else NotSet)
+            return [issue.raw_data for issue in listing.get_page(page - 1)]
+
+    def closing_reference(self, repo: str, number: int) -> tuple[str | None, int | None]:
+        """What closed an issue according to its timeline: ("#PR" or a commit sha, duplicate-of number)."""
+        closed_by: str | None = None
+        duplicate_of: int | None = None
+        with github_errors(f"timeline of {repo}#{number}"):
+            for event in self._gh.get_repo(repo).get_issue(number).get_timeline():
+                data = event.raw_data
+                source = (data.get("source") or {}).get("issue") or {}
+                if data.get("event") == "cross-referenced" and source.get("pull_request"):
+                    merged = (source["pull_request"] or {}).get("merged_at")
+                    same_repo = (source.get("repository") or {}).get("full_name", repo) == repo
+                    if merged and same_repo:
+                        closed_by = f"#{source['number']}"
+                elif data.get("event") == "closed" and data.get("commit_id") and closed_by is None:
+                    closed_by = str(data["commit_id"])[:12]
+                elif data.get("event") == "marked_as_duplicate" and isinstance(source.get("number"), int):
+                    duplicate_of = int(source["number"])
+        return closed_by, duplicate_of
+
+    def installation_repositories(self) -> list[str]:
+        """The full names of every repository this installation may access (paginated by Link headers)."""
+        from github.PaginatedList import PaginatedList
+        from github.Repository import Repository
+
+        with github_errors("installation repositories"):
+            listing = PaginatedList(Repository, self._gh.requester, "/installation/repositories", None,
+                                    list_item="repositories")
+            return [repo.full_name for repo in listing]
+
+    def pace_reads(self, reserve: int = 100) -> float:
+        """Seconds to wait before the next read so that `reserve` requests of the hour stay for triage."""
+        remaining, _limit = self._gh.requester.rate_limiting  # from the last answer's headers; no request
+        if remaining < 0 or remaining > reserve:
+            return 0.0
+        return max(0.0, self._gh.requester.rate_limiting_resettime - time.time()) + 1.0

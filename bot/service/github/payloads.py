@@ -1,0 +1,98 @@
+"""Webhook payloads: GitHub's JSON shapes parsed into domain events, every field checked for type and range."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.domain import Issue
+from bot.service.errors import MalformedPayload, PayloadFieldError
+from bot.service.github.models import Comment, WebhookEvent
+
+MAX_ID = 2**53  # ids and numbers beyond this are no GitHub's (and would overflow the database's integers)
+
+
+def payload_action(payload: dict[str, Any]) -> str:
+    """The delivery's `action` ("" for events without one)."""
+    action = payload.get("action", "")
+    if not isinstance(action, str):
+        raise PayloadFieldError("action", "is not a string")
+    return action
+
+
+def parse_event(event: str, payload: dict[str, Any]) -> WebhookEvent:
+    """An `issues` or `issue_comment` payload as a domain event; a missing field raises PayloadFieldError."""
+    if event in INSTALLATION_EVENTS:
+        return _installation_event(event, payload)
+    issue = _get(payload, "issue", dict)
+    sender = _get(payload, "sender", dict)
+    repo = _get(payload, "repository.full_name", str)
+    number = _get(payload, "issue.number", int)
+    installation = payload.get("installation")
+    return WebhookEvent(
+        event=event, action=payload_action(payload), repo=repo, number=number,
+        installation_id=_get(payload, "installation.id", int) if isinstance(installation, dict) else None,
+        sender=_get(payload, "sender.login", str), sender_is_bot=sender.get("type") == "Bot",
+        is_pull_request=bool(issue.get("pull_request")),
+        issue=_issue(issue, repo, number), issue_state=str(issue.get("state") or "open"),
+        issue_labels=_label_names(issue.get("labels")),
+        comment=_comment(payload) if event == "issue_comment" else None)
+
+
+INSTALLATION_EVENTS = frozenset({"installation", "installation_repositories"})
+
+
+def _installation_event(event: str, payload: dict[str, Any]) -> WebhookEvent:
+    """An installation's delivery: one job per installation (its key), the repositories stay in the payload."""
+    installation = _get(payload, "installation.id", int)
+    sender = _get(payload, "sender", dict)
+    return WebhookEvent(event=event, action=payload_action(payload), repo=f"installation/{installation}",
+                        number=0, installation_id=installation, sender=_get(payload, "sender.login", str),
+                        sender_is_bot=sender.get("type") == "Bot", issue=Issue(id=f"installation/{installation}"))
+
+
+def _get(payload: dict[str, Any], path: str, kind: type) -> Any:
+    value: Any = payload
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value or value[part] is None:
+            raise PayloadFieldError(path)
+        value = value[part]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise PayloadFieldError(path, f"is not a {kind.__name__}")
+    if isinstance(value, int) and not 0 <= value < MAX_ID:
+        raise MalformedPayload(f"payload field {path!r} is out of range ({str(value)[:30]}...)")
+    if isinstance(value, str):
+        _check_text(value, path)
+    return value
+
+
+def _check_text(value: str, path: str) -> str:
+    """Text that can be stored and sent on: a lone surrogate (valid JSON, invalid Unicode) is refused."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MalformedPayload(f"payload field {path!r} is not valid Unicode (a lone surrogate at "
+                               f"{exc.start})") from None
+    return value
+
+
+def _issue(issue: dict[str, Any], repo: str, number: int) -> Issue:
+    title = issue.get("title")
+    if not isinstance(title, str):
+        raise PayloadFieldError("issue.title")
+    body = _check_text(str(issue.get("body") or ""), "issue.body")
+    return Issue(id=f"{repo}#{number}", title=_check_text(title, "issue.title"), body=body, repo=repo,
+                 number=number, url=issue.get("html_url"))
+
+
+def _comment(payload: dict[str, Any]) -> Comment:
+    user = _get(payload, "comment.user", dict)
+    body = _check_text(str(payload["comment"].get("body") or ""), "comment.body")
+    return Comment(id=_get(payload, "comment.id", int), body=body,
+                   author=_get(payload, "comment.user.login", str), author_is_bot=user.get("type") == "Bot",
+                   author_association=payload["comment"].get("author_association"))
+
+
+def _label_names(labels: object) -> list[str]:
+    if not isinstance(labels, list):
+        return []
+    return [str(label["name"]) for label in labels if isinstance(label, dict) and "name" in label]

@@ -1,0 +1,40 @@
+"""Jobs: the unit of work the queue holds, and the decision each triage job leaves for audit and `/decisions`."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class Job(BaseModel):
+    """One unit of work: the delivery it came from, its status and its retry bookkeeping."""
+
+    id: int
+    delivery_id: str
+    event: str
+    action: str
+    issue_key: str
+    status: str
+    attempts: int
+    last_error: str | None = None
+    received_at: float
+    lease_token: str | None = None  # the claim this copy was taken under; outcome writes need it
+
+
+class Decision(BaseModel):
+    """What the bot decided for one delivery; shown at /decisions (shadow mode) and kept for audit."""
+
+    delivery_id: str
+    repo: str
+    number: int
+    event: str
+    action: str
+    shadow: bool
+    posted: bool
+    comment_id: int | None = None
+    labels_added: list[str] = []
+    predictions: dict[str, dict[str, object]]
+    neighbours: list[dict[str, object]]
+    related: list[dict[str, object]] = []  # issues of the same repository, from its memory
+    repo_labels: list[tuple[str, float]] = []  # the repository's own labels its label model suggests
+    comment: str
+    created_at: float = 0.0

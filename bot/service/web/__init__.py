@@ -1,0 +1,1 @@
+"""The web process: the app factory, the webhook's front door and intake, the operations pages."""

@@ -1,0 +1,151 @@
+"""The App as it is deployed: `ddl-triage serve --workers 2` (a web process and two worker processes, each
+state built by `build_state`) against the fake GitHub, from install to uninstall. Every handler runs in a
+worker process, never in the test's: the repository memory, the corrections and the metrics must work
+across processes."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.memory.store import MemoryStore
+from bot.service.queue.store import Store
+from tests.fake_github import REPO, FakeGitHub, github_holding, issue_payload, load_payload
+from tests.memory_helpers import installation_payload, listing_pages, rows_naming
+from tests.serve_process import Served, paused, serving
+
+INSTALLATION = 51000001  # the installation of the payloads in tests/payloads
+CORRECTED = "out_of_memory"  # a symptom the engine does not give the payload's NCCL timeout by itself
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    """REPO with a history: 30 made-up issues, and a closed near-copy (#31) of the payload's issue, fixed by
+    pull request #4290 as its timeline says."""
+    with github_holding(labels=["bug", "nccl"], permissions={"bob-maintainer": "write"}) as fake:
+        fake.seed_issues(REPO, 30, seed=1)
+        opened = load_payload("issues-opened")["issue"]
+        twin = {"number": 31, "title": opened["title"], "body": opened["body"] + "\nSame here.", "state": "open",
+                "state_reason": None, "labels": [{"name": "nccl"}], "created_at": "2024-04-01T00:00:00Z",
+                "updated_at": "2024-04-01T00:00:00Z", "closed_at": None}
+        fake.put_issue(REPO, twin)
+        fake.close_issue(REPO, twin, "completed", fixed_by=4290)
+        yield fake
+
+
+def test_serve_with_two_worker_processes_installs_syncs_cites_learns_and_uninstalls(
+        github: FakeGitHub, tmp_path: Path) -> None:
+    started = time.monotonic()
+    # Workers at the test's own priority: at the default nice 19 a CI machine busy with other work starves them.
+    with serving(github, tmp_path, workers=2, worker_niceness="0") as served:
+        ready = time.monotonic()
+        first, second = served.worker_pids()
+
+        # Install: the history sync runs in a worker and reads the repository's issues and timelines.
+        assert served.deliver(installation_payload("created", [REPO], installation=INSTALLATION),
+                              "installation").status_code == 202
+        assert served.wait_idle() == {"done": 1}
+        assert listing_pages(github, REPO) == [1]
+        assert memory_count(served) == 31
+
+        # A near-copy of closed #31 is opened: its comment cites #31 and the pull request that fixed it.
+        assert served.deliver(issue_payload(github)).status_code == 202
+        served.wait_idle()
+        [comment] = github.bot_comments(REPO, 42)
+        cited = next(line for line in comment["body"].splitlines() if "#31" in line)
+        assert "fixed by #4290" in cited
+
+        # A label change reaches the memory.
+        served.deliver(issue_event("labeled", 42, labels=[{"name": "bug"}, {"name": "nccl"}]))
+        served.wait_idle()
+        assert memory_labels(served, 42) == ["bug", "nccl"]
+
+        # A correction handled by one worker is seen by a triage on the other.
+        with paused(second, served.databases):
+            served.deliver(command(github, f"/triage symptom={CORRECTED}"), "issue_comment")
+            served.wait_idle()
+        with paused(first, served.databases):
+            near_copy = issue_payload(github, number=43, body=load_payload("issues-opened")["issue"]["body"] + "\n")
+            served.deliver(near_copy)
+            served.wait_idle()
+        decision = latest_decision(served, 43)
+        assert decision["predictions"]["symptom"]["label"] == CORRECTED
+        assert f"{REPO}#42" in [n["id"] for n in decision["neighbours"]], "the other worker's engine learned it"
+
+        # Uninstall: nothing of the repository is left in any table of the service database.
+        texts = [i["title"] for i in github.repos[REPO].issues.values()] + [comment_text(github)]
+        assert served.deliver(installation_payload("deleted", [REPO], installation=INSTALLATION),
+                              "installation").status_code == 202
+        counts = served.wait_idle()
+        assert counts.get("failed", 0) == 0, counts
+        assert rows_naming(served.database_url, [REPO, *texts]) == []
+
+        # The web process's /metrics shows what the workers counted.
+        served.wait_until(lambda: sample(served.get("/metrics").text, 'ddl_triage_jobs_total{outcome="done"}') >= 6,
+                          timeout=10)  # a worker counts a job just after it records it done
+        metrics = served.get("/metrics")
+        assert metrics.status_code == 200
+        assert sample(metrics.text, "ddl_triage_job_seconds_count") >= 6
+        assert sample(metrics.text, "ddl_triage_triage_seconds_count") >= 2
+        assert sample(metrics.text, "ddl_triage_ready") == 1.0
+        assert served.get("/metrics", token=None).status_code == 401
+    print(f"topology test: {time.monotonic() - started:.1f} s, of which {ready - started:.1f} s until two workers "
+          "were ready")
+
+
+def memory_count(served: Served) -> int:
+    store = MemoryStore(served.database_url)
+    try:
+        return store.count(REPO)
+    finally:
+        store.close()
+
+
+def memory_labels(served: Served, number: int) -> list[str]:
+    store = MemoryStore(served.database_url)
+    try:
+        issue = store.issue(REPO, number)
+        assert issue is not None
+        return issue.labels
+    finally:
+        store.close()
+
+
+def latest_decision(served: Served, number: int) -> dict[str, Any]:
+    store = Store(served.database_url)
+    try:
+        decision = next(d for d in store.decisions(repo=REPO) if d.number == number)
+        return decision.model_dump()
+    finally:
+        store.close()
+
+
+def issue_event(action: str, number: int, **issue: Any) -> dict[str, Any]:
+    payload = copy.deepcopy(load_payload("issues-opened"))
+    payload["action"] = action
+    payload["issue"].update(number=number, **issue)
+    return payload
+
+
+def command(github: FakeGitHub, body: str) -> dict[str, Any]:
+    payload = issue_payload(github, "issue-comment-created")
+    payload["comment"]["body"] = body
+    return payload
+
+
+def comment_text(github: FakeGitHub) -> str:
+    """The text of the issue a maintainer corrected (the correction keeps it as a labelled case)."""
+    return str(github.repos[REPO].issues[42]["body"]).splitlines()[0]
+
+
+def sample(exposition: str, series: str) -> float:
+    """The value of one series in the Prometheus text format (0 when absent)."""
+    for line in exposition.splitlines():
+        if line.startswith(series + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0

@@ -32,15 +32,15 @@ def needs_details(normalised: NormalisedIssue) -> bool:
 
 
 @cache
-def _patterns(fact: Fact) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p, re.IGNORECASE | re.MULTILINE) for p in fact.present)
+def _patterns(present: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p, re.IGNORECASE | re.MULTILINE) for p in present)
 
 
 def fact_present(fact: Fact, text: str, environment: EnvironmentFacts) -> bool:
     """The fact's own evidence: an extracted environment field, or one of its patterns in the text."""
     if any(getattr(environment, name, None) is not None for name in fact.environment):
         return True
-    return any(p.search(text) for p in _patterns(fact))
+    return any(p.search(text) for p in _patterns(fact.present))
 
 
 def fact_shown(taxonomy: Taxonomy, fact: Fact, text: str, environment: EnvironmentFacts,

@@ -44,6 +44,8 @@ def select_precedents(related: list[RelatedIssue], neighbours: list[Neighbour], 
                  key=lambda r: (r.signature is None, -r.score))
     for r in own:
         case_id = f"{r.repo}#{r.number}".lower()
+        if own_repo and not same_repo(r.repo, own_repo):
+            continue  # the memory is private to its repository: never cite another's issues as `#N`
         if (r.number == own_number and same_repo(r.repo, own_repo)) or case_id in seen:
             continue
         seen.add(case_id)
@@ -70,7 +72,7 @@ def _from_related(r: RelatedIssue) -> Precedent:
 
 
 def how_it_ended(r: RelatedIssue) -> str:
-    """"closed, fixed by #4290 (released in v0.14.1)", "open: possible duplicate", "closed as not planned"."""
+    """"closed, fixed by #4290, released in v0.14.1", "open: possible duplicate", "closed as not planned"."""
     if r.type == "pull_request":
         return "pull request, merged" if r.state == "merged" else f"pull request, {r.state}"
     if r.state == "open":
@@ -90,8 +92,10 @@ def _from_neighbour(n: Neighbour, taxonomy: Taxonomy, own_repo: str | None) -> P
     link = case_link(n.id, n.url, own_repo)
     if link is None:
         return None
-    symptom, fix = n.labels.get("symptom"), n.labels.get("fix_pattern")
+    symptom, fix, kind = n.labels.get("symptom"), n.labels.get("fix_pattern"), n.labels.get("kind")
     failure = taxonomy.words("symptom", symptom) if symptom and symptom != "none" else None
+    if failure is None and kind and kind != "bug_report":
+        failure = f"a {taxonomy.words('kind', kind)}"  # a similar question or request: say which
     if n.is_pull_request:
         how = f"pull request fixing {failure}" if failure else "fix pull request"
     else:

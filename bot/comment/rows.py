@@ -28,16 +28,16 @@ class Row:
 def select_rows(result: TriageResult, taxonomy: Taxonomy, axes: tuple[str, ...], precedents: list[Precedent],
                 diagnosis: Diagnosis | None) -> list[Row]:
     """The axes worth stating, each with what backs it."""
+    kind = result.predictions["kind"]
+    if kind.label in NON_BUG_KINDS:  # a question or a request: what it is, nothing about a failure
+        return [Row("kind", kind.label, CORRECTED if kind.corrected else None)] if "kind" in axes else []
     rows: list[Row] = []
-    kind = result.label("kind")
-    for axis in ("kind", "symptom", "stage"):
+    for axis in ("symptom", "stage"):
         pred = result.predictions[axis]
-        if not pred.label or pred.label == "none" or (axis == "kind" and pred.label == "bug_report"):
-            continue
-        rows.append(Row(axis, pred.label, CORRECTED if pred.corrected else None))
-    if kind not in NON_BUG_KINDS:
-        rows += [row for axis in ("root_cause", "fix_pattern")
-                 if (row := _backed(axis, result, taxonomy, precedents, diagnosis))]
+        if pred.label and pred.label != "none":
+            rows.append(Row(axis, pred.label, CORRECTED if pred.corrected else None))
+    rows += [row for axis in ("root_cause", "fix_pattern")
+             if (row := _backed(axis, result, taxonomy, precedents, diagnosis))]
     return [row for row in rows if row.axis in axes]
 
 
@@ -61,7 +61,9 @@ def render_rows(rows: list[Row], taxonomy: Taxonomy) -> list[str]:
     if not rows:
         return []
     words = {row.axis: _words(row, taxonomy) for row in rows}
-    head = [words[a] for a in ("kind", "symptom") if a in words]
+    if "kind" in words:
+        return [f"**Likely:** a {words['kind']}."]
+    head = [words["symptom"]] if "symptom" in words else []
     if "stage" in words:
         head.append(f"(stage: {words['stage']})" if head else f"stage: {words['stage']}")
     parts = [" ".join(head)] if head else []

@@ -165,8 +165,10 @@ def test_the_kind_is_stated_only_for_what_is_not_a_bug_report(engine: Engine, ta
                      labels={"symptom": "none", "kind": "usage_question"})
     comment = render_comment(result.model_copy(update={"predictions": predictions, "neighbours": [case]}), taxonomy,
                              issue=question)
-    assert "**Likely:** usage question" in comment and ASK_MISSING not in comment
-    assert "cause:" not in comment and "fix:" not in comment
+    assert "**Likely:** a usage question." in comment and ASK_MISSING not in comment
+    assert "- #8 (a usage question)" in comment  # a similar question, said as such
+    body = comment.split("-->", 1)[1]
+    assert "cause:" not in body and "fix:" not in body
     assert "bug report" not in render_comment(engine.triage(BATCH), taxonomy, issue=BATCH)
 
 

@@ -16,7 +16,7 @@ from bot.comment.precedents import Precedent, render_precedents, select_preceden
 from bot.comment.reading import write_reading
 from bot.comment.rows import Row, render_rows, select_rows
 from bot.domain import Diagnosis, Issue, TriageResult
-from bot.facts import framework_of, missing_facts
+from bot.facts import MAX_ASKED, NEEDS_DETAILS_FACTS, NON_BUG_KINDS, framework_of, missing_facts
 from bot.llm.base import ChatModel
 from bot.settings import AXES
 from bot.taxonomy import Taxonomy
@@ -55,15 +55,16 @@ def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy
                  ) -> CommentPlan:
     """Choose what to say. Without the issue (its text and repository) the engine's own asks are used."""
     own_repo = issue.repo if issue else next((r.repo for r in result.related), None)
+    stated = None if result.label("kind") in NON_BUG_KINDS else result.label("symptom")  # what the comment says
     precedents = select_precedents(result.related, result.neighbours, taxonomy, own_repo=own_repo,
                                    own_number=issue.number if issue else None, related_floor=policy.related_floor,
-                                   similarity_floor=policy.similarity_floor, symptom=result.label("symptom"))
+                                   similarity_floor=policy.similarity_floor, symptom=stated)
     diagnosis = result.diagnoses[0] if result.diagnoses and not result.needs_details else None
     if issue is not None:
         asks = missing_facts(issue, result.environment, taxonomy, result.label("kind"), result.label("symptom"),
                              diagnoses=result.diagnoses, needs_details=result.needs_details)
-    else:
-        asks = result.missing_facts[:2]
+    else:  # the engine's own asks (a bare report has none there: it gets the two a bare report needs)
+        asks = list(NEEDS_DETAILS_FACTS) if result.needs_details else result.missing_facts[:MAX_ASKED]
     framework = framework_of(issue, result.environment) if issue else result.environment.framework
     if result.needs_details:  # a bare report: the asks alone, no guesses
         precedents, rows = [], []

@@ -93,10 +93,13 @@ def missing_facts(issue: Issue, environment: EnvironmentFacts, taxonomy: Taxonom
     for fact_id in dict.fromkeys(wanted):
         if fact_id not in known:
             continue  # a diagnosis naming a fact this taxonomy lacks asks nothing
+        fact_id = _narrowed(taxonomy, taxonomy.fact(fact_id), text, environment, framework)
         fact = taxonomy.fact(fact_id)
         if any(fact_id in taxonomy.fact(c).parts(framework) for c in chosen):
             continue  # `ds_report` already gives the DeepSpeed version
-        if symptoms & set(fact.not_for) or fact_shown(taxonomy, fact, text, environment, framework):
+        if symptoms & set(fact.not_for) or not (needs_details or _wanted_here(fact, text)):
+            continue
+        if fact_shown(taxonomy, fact, text, environment, framework):
             continue
         parts = [c for c in chosen if c in fact.parts(framework)]
         if parts:  # the project's own report replaces the one version asked for
@@ -105,3 +108,16 @@ def missing_facts(issue: Issue, environment: EnvironmentFacts, taxonomy: Taxonom
         elif len(chosen) < MAX_ASKED:
             chosen.append(fact_id)
     return chosen
+
+
+def _narrowed(taxonomy: Taxonomy, fact: Fact, text: str, environment: EnvironmentFacts, framework: str | None
+              ) -> str:
+    """A composite fact the text shows all but one part of: that one part ("the Transformer Engine version",
+    not the commit the reporter already gave)."""
+    parts = fact.parts(framework)
+    missing = [p for p in parts if not fact_shown(taxonomy, taxonomy.fact(p), text, environment, framework)]
+    return missing[0] if parts and len(missing) == 1 and not fact_present(fact, text, environment) else fact.id
+
+
+def _wanted_here(fact: Fact, text: str) -> bool:
+    return not fact.asked_when or any(p.search(text) for p in _patterns(fact.asked_when))

@@ -42,6 +42,7 @@ class Fact(_Strict):
     all_of: tuple[str, ...] = ()  # facts that, all present, mean this one is (versions: torch, CUDA, framework)
     all_of_by_framework: dict[str, tuple[str, ...]] = {}  # `all_of` for one framework (Megatron-LM: commit, TE)
     not_for: tuple[str, ...] = ()  # symptoms for which this fact is never asked (a launch command for a build)
+    asked_when: tuple[str, ...] = ()  # asked only when one of these matches (a traceback: the text says it fails)
 
     def ask_for(self, framework: str | None) -> str:
         """The ask in the project's own words where it has some, else the plain wording."""
@@ -52,7 +53,7 @@ class Fact(_Strict):
 
     @model_validator(mode="after")
     def _patterns_compile(self) -> Fact:
-        for pattern in self.present:
+        for pattern in (*self.present, *self.asked_when):
             try:
                 re.compile(pattern)
             except re.error as exc:

@@ -14,7 +14,7 @@ import statistics
 from typing import Any
 
 from bot.comment.compose import CommentPlan
-from bot.domain import Case
+from bot.domain import Case, TriageResult
 
 UNSCORED_SYMPTOMS = (None, "unknown", "none")
 # Literal evidence that the text shows a fact (lower-case substrings), independent of taxonomy `present`.
@@ -27,7 +27,7 @@ LITERAL_EVIDENCE: dict[str, tuple[str, ...]] = {
                           "colossalai==", "colossalai version", "colossal-ai version", "colossalai: 0.",
                           "colossalai 0.",
                           "megatron-core", "megatron core", "mcore", "git rev-parse", "commit id", "latest version",
-                          "latest release", "main branch", "master branch"),
+                          "latest release"),  # not "main branch": Colossal-AI's template has a checkbox with it
     "te_version": ("transformer-engine==", "transformer_engine==", "transformer engine version", "te version",
                    "nvcr.io/nvidia/pytorch", "transformer-engine 1.", "transformer_engine 1.", "transformer-engine 2.",
                    "transformer_engine 2."),
@@ -71,7 +71,7 @@ def pinging_links(markdown: str) -> int:
     return len(PING.findall(md))
 
 
-def score_comment(case: Case, plan: CommentPlan, markdown: str | None) -> dict[str, Any]:
+def score_comment(case: Case, result: TriageResult, plan: CommentPlan, markdown: str | None) -> dict[str, Any]:
     """One issue's comment as figures (what the table adds up)."""
     text = f"{case.title}\n{case.body}"
     chars = len(re.sub(r"<!--.*?-->", "", markdown, flags=re.S).strip()) if markdown else 0
@@ -82,7 +82,12 @@ def score_comment(case: Case, plan: CommentPlan, markdown: str | None) -> dict[s
         "rows": [row.axis for row in plan.rows] if markdown else [],
         "asks": plan.asks if markdown else [],
         "asks_shown": [f for f in plan.asks if text_shows(f, text, case.repo)] if markdown else [],
-        "precedents": [{"id": p.case_id, "own": p.own, "symptom": p.label("symptom"), "signature": bool(p.signature)}
+        "predicted_symptom": result.predictions["symptom"].top[0][0], "shown_symptom": result.label("symptom"),
+        "symptom_confidence": round(result.predictions["symptom"].confidence, 4),
+        "neighbours": [{"id": n.id, "score": round(n.score, 4), "symptom": n.labels.get("symptom"),
+                        "signature": bool(n.signature)} for n in result.neighbours[:5]],
+        "precedents": [{"id": p.case_id, "own": p.own, "symptom": p.label("symptom"), "signature": bool(p.signature),
+                        "score": round(p.score, 4) if p.score is not None else None}
                        for p in plan.precedents] if markdown else [],
         "diagnosis": ({"id": plan.diagnosis.id, "symptoms": plan.diagnosis.symptoms}
                       if markdown and plan.diagnosis else None),

@@ -71,7 +71,7 @@ def _comment_fold(ctx: Context, split: Split, policy: CommentPolicy) -> list[dic
 def _sample(case: Case, result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy, fold: int
             ) -> dict[str, Any]:
     plan, markdown = compose(case, result, taxonomy, policy)
-    return {"fold": fold, **score_comment(case, plan, markdown)}
+    return {"fold": fold, **score_comment(case, result, plan, markdown)}
 
 
 def write_comment_outputs(results: dict[str, Any], out: Path) -> list[Path]:

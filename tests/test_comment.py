@@ -203,6 +203,17 @@ def test_a_members_issue_or_one_with_nothing_to_add_gets_no_comment(batch: Triag
     assert compose_comment(plain, quiet, taxonomy, CommentPolicy(comment="always")) is not None
 
 
+def test_a_comment_with_only_its_symptom_needs_a_surer_symptom_than_a_row(batch: TriageResult,
+                                                                          taxonomy: Taxonomy) -> None:
+    assert compose_comment(BATCH, batch, taxonomy) is not None  # 0.8: posted on the symptom alone
+    predictions = dict(batch.predictions)
+    predictions["symptom"] = predictions["symptom"].model_copy(update={"confidence": 0.6})
+    shown = batch.model_copy(update={"predictions": predictions})
+    assert compose_comment(BATCH, shown, taxonomy) is None  # a row, but not a reason to speak
+    assert "**Likely:** exception from the API or config" in render_comment(shown, taxonomy, issue=BATCH)
+    assert compose_comment(BATCH, batch, taxonomy, CommentPolicy(confident_symptom=1.0)) is None
+
+
 def test_at_most_two_asks_in_the_projects_own_words(engine: Engine, taxonomy: Taxonomy) -> None:
     issue = Issue(title="fused_adam build fails", repo="hpcaitech/ColossalAI",
                   body="Installing from source fails while compiling the CUDA kernels, I only see `error` and the "

@@ -10,8 +10,8 @@ from bot.settings import AXES
 
 MARKER_PREFIX = "<!-- ddl-triage v1"
 MARKER_PATTERN = re.compile(r"<!-- ddl-triage v1\b[^>]*-->")
-FOOTER = ("<sub>Automated suggestion by ddl-triage; it changes nothing here. Maintainers can correct it with "
-          "`/triage symptom=...` or re-run it with `/triage`.</sub>")
+FOOTER = ("<sub>Automated suggestion by ddl-triage; it changes nothing here. Correct it with `/triage symptom=...`, "
+          "or re-run it with `/triage`.</sub>")
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
 
 

@@ -2,8 +2,9 @@
 
 First the repository's own issues (the repository memory's `related`) that share the issue's error signature or
 pass the related floor, each with how it ended; then labelled cases of the pack, only where they share a
-signature or pass the similarity floor. A labelled case whose symptom contradicts the confident symptom the
-comment states is left out unless it shares the error: two lines that disagree cost the reader more than one.
+signature or pass the similarity floor. A labelled case whose symptom contradicts the engine's reading of the
+symptom is left out unless it shares the error: it is more often unrelated than not, and two lines that disagree
+cost the reader more than one.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Precedent:
     own: bool = False  # an issue of the repository the comment is posted on
     labels: tuple[tuple[str, str], ...] = ()  # a pack case's gold labels (axis, id)
     title: str | None = None
+    score: float | None = None  # cosine to the issue
 
     def label(self, axis: str) -> str | None:
         return dict(self.labels).get(axis)
@@ -68,7 +70,7 @@ def select_precedents(related: list[RelatedIssue], neighbours: list[Neighbour], 
 
 def _from_related(r: RelatedIssue) -> Precedent:
     return Precedent(case_id=f"{r.repo}#{r.number}", link=f"#{r.number}", how=how_it_ended(r),
-                     signature=r.signature, own=True, title=r.title)
+                     signature=r.signature, own=True, title=r.title, score=r.score)
 
 
 def how_it_ended(r: RelatedIssue) -> str:
@@ -104,7 +106,7 @@ def _from_neighbour(n: Neighbour, taxonomy: Taxonomy, own_repo: str | None) -> P
         how = "; ".join(p for p in parts if p) or "labelled case"
     labels = tuple((axis, value) for axis, value in n.labels.items() if value)
     return Precedent(case_id=n.id, link=link, how=how, signature=n.signature,
-                     own=same_repo(repo_of(n.id, n.url), own_repo), labels=labels, title=n.title)
+                     own=same_repo(repo_of(n.id, n.url), own_repo), labels=labels, title=n.title, score=n.score)
 
 
 def render_precedents(precedents: list[Precedent]) -> list[str]:

@@ -3,7 +3,9 @@ memory, the signature index and the diagnostic knowledge base set as they set th
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +23,7 @@ from bot.comment import (
 from bot.domain import AxisPrediction, Diagnosis, Issue, Neighbour, RelatedIssue, TriageResult
 from bot.engine import Engine
 from bot.taxonomy import Taxonomy
-from eval.comment_scoring import pinging_links
+from eval.comment_scoring import pinging_links, text_shows
 
 REPO = "deepspeedai/DeepSpeed"
 BATCH = Issue(id="b", repo=REPO, number=9001, title="deepspeed.initialize fails with the batch size check",
@@ -247,3 +249,28 @@ def test_outside_text_in_the_comment_is_inert(batch: TriageResult, taxonomy: Tax
     assert "@admin" not in comment and "](http://evil" not in comment and "<img" not in comment
     assert "javascript:" not in comment and "<script>" not in comment.replace("`RuntimeError: 'oops' <script>`", "")
     assert escape_markdown("a\nb *c* @d", 100) == "a b \\*c\\* @\u200bd"
+
+
+def test_comments_on_real_gold_reports_keep_every_promise(engine: Engine, taxonomy: Taxonomy, gold_dir: Path) -> None:
+    """Every 8th gold issue, read in place: no "not sure", at most two asks and none for a fact its text shows
+    (literal evidence), no link that pings another project, the labels in words, at most three precedents."""
+    records = [json.loads(line) for line in (gold_dir / "ddl-dev.jsonl").read_text(encoding="utf-8").splitlines()]
+    issues = [Issue(id=r["id"], title=r["title"] or "", body=r["body"] or "", repo=r["repo"], number=r["number"])
+              for r in records[::8] if r["type"] == "issue"]
+    posted = 0
+    for issue, result in zip(issues, engine.triage_many(issues), strict=True):
+        comment = compose_comment(issue, result, taxonomy)
+        if comment is None:
+            continue
+        posted += 1
+        body = comment.split("-->", 1)[1]
+        asks = re.findall(r"^- \[ \] (.*)$", body, flags=re.M)
+        assert "not sure" not in body.lower() and len(asks) <= 2 and pinging_links(comment) == 0, issue.id
+        shown = [f for f in taxonomy.facts if any(taxonomy.fact(f.id).ask_for(fw) in asks
+                                                  for fw in (None, "DeepSpeed", "Megatron-LM", "Colossal-AI"))]
+        assert not [f.id for f in shown if text_shows(f.id, f"{issue.title}\n{issue.body}", issue.repo)], issue.id
+        assert not re.search(r"\b(hang_timeout|api_exception|out_of_memory|bug_report)\b", body), issue.id
+        assert len([line for line in body.splitlines() if line.startswith("- ") and "[ ]" not in line]) <= 3
+        if issue.repo != "deepspeedai/DeepSpeed":
+            assert "ds_report" not in body and "DS_BUILD" not in body, issue.id
+    assert 0 < posted < len(issues)  # some speak, some stay silent

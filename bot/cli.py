@@ -21,6 +21,7 @@ from bot.settings import Settings
 
 if TYPE_CHECKING:
     from bot.engine import Engine
+    from bot.llm import ChatModel
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Triage issues of distributed deep-learning frameworks (offline by default).")
@@ -98,7 +99,7 @@ def triage(
     cases: CasesOpt = None,
 ) -> None:
     """Print the comment the bot would post for one issue (or its JSON result)."""
-    from bot.comment import render_comment
+    from bot.comment import CommentPolicy, compose_comment
 
     issue = _issue_from_args(file, title, body)
     settings = load_settings(data_dir, predictor)
@@ -106,8 +107,21 @@ def triage(
     result = engine.triage(issue)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
+        return
+    comment = compose_comment(issue, result, engine.taxonomy, CommentPolicy.from_settings(settings),
+                              chat=_reading_model(settings))
+    if comment is None:
+        typer.echo("ddl-triage: the bot would stay silent: no precedent, no recognised error, no confident "
+                   "symptom and nothing to ask (`--json` shows the labels)", err=True)
     else:
-        typer.echo(render_comment(result, engine.taxonomy, similarity_floor=settings.similarity_floor))
+        typer.echo(comment)
+
+
+def _reading_model(settings: Settings) -> ChatModel | None:
+    """The LLM that writes the comment's reading of the error, when one is configured (DDL_TRIAGE_LLM)."""
+    from bot.llm import make_chat_model
+
+    return make_chat_model(settings.llm, settings) if settings.llm else None
 
 
 def _issue_from_args(file: Path | None, title: str | None, body: str | None) -> Issue:
@@ -141,8 +155,12 @@ def predict(
     data_dir: DataDirOpt = None,
     predictor: PredictorOpt = None,
     cases: CasesOpt = None,
+    with_comment: Annotated[bool, typer.Option(
+        "--with-comment", help="Add `comment` to each line: the markdown the bot would post, or null when it would "
+                               "stay silent.")] = False,
 ) -> None:
     """Predict every issue of a JSONL file (the batch contract in the README)."""
+    from bot.comment import CommentPolicy, compose_comment
     from bot.dataset import read_issues
 
     settings = load_settings(data_dir, predictor)
@@ -157,10 +175,14 @@ def predict(
     engine = _engine(settings, cases, predictor)
     with progress_bar() as update:
         results = engine.triage_many(issues, progress=update)
+    policy, chat = CommentPolicy.from_settings(settings), _reading_model(settings) if with_comment else None
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("w", encoding="utf-8") as handle:
-        for result in results:
-            handle.write(json.dumps(result.batch_record(), ensure_ascii=False) + "\n")
+        for issue, result in zip(issues, results, strict=True):
+            record = result.batch_record()
+            if with_comment:
+                record["comment"] = compose_comment(issue, result, engine.taxonomy, policy, chat=chat)
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     typer.echo(f"predicted {len(results)} issues -> {output}" + (f" ({skipped} lines skipped)" if skipped else ""),
                err=True)
 

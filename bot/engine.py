@@ -25,7 +25,7 @@ from bot.policy import Calibrator, decide, fit_calibrator, out_of_fold
 from bot.predictors.base import Predictor, Query, TrainingSet, make_predictor, predictor_names, training_label
 from bot.retrieval import CaseIndex
 from bot.settings import AXES, Settings
-from bot.taxonomy import Taxonomy, load_taxonomy, taxonomy_path
+from bot.taxonomy import Taxonomy, load_taxonomy
 
 log = logging.getLogger(__name__)
 
@@ -231,10 +231,10 @@ def build_engine(settings: Settings, case_files: Sequence[Path] | None = None, p
 
 def _fit_key(settings: Settings, training: TrainingSet, predictor: Predictor, model_id: str,
              calibrate: bool) -> str:
-    """Identity by content: the case base, taxonomy file, predictor, embedding model, code and libraries."""
+    """Identity by content: the case base, the taxonomy's labels, predictor, embedding model, code and libraries."""
     digest = hashlib.sha256()
     header = {"engine": ENGINE_VERSION, "code": code_digest(), "predictor": predictor.describe(), "model": model_id,
-              "taxonomy": file_sha256(taxonomy_path(settings.taxonomy)), "silver": settings.use_silver,
+              "taxonomy": load_taxonomy(settings.taxonomy).labels_digest(), "silver": settings.use_silver,
               "seed": settings.seed, "k": settings.neighbours, "calibrate": calibrate,
               "packages": package_versions()}
     digest.update(json.dumps(header, sort_keys=True, default=str).encode())

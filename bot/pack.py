@@ -35,7 +35,7 @@ from bot.predictors.base import TrainingSet, make_predictor
 from bot.retrieval import CaseIndex
 from bot.settings import Settings
 from bot.signatures import DIGEST_CHARS, SIGNATURE_SCHEME
-from bot.taxonomy import Taxonomy, taxonomy_path
+from bot.taxonomy import Taxonomy
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def build_pack(settings: Settings, out: Path, progress: Progress | None = None) 
         counts[Path(case.source_file).name] = counts.get(Path(case.source_file).name, 0) + 1
     archive.documents["manifest"] = {
         "format": PACK_FORMAT, "format_version": PACK_FORMAT_VERSION,
-        "taxonomy": {"version": taxonomy.version, "sha256": file_sha256(taxonomy_path(settings.taxonomy))},
+        "taxonomy": {"version": taxonomy.version, "labels_sha256": taxonomy.labels_digest()},
         "embedding": {"model": embedder.model_id, "dimension": int(engine.index.vectors.shape[1])},
         "predictor": {"name": settings.predictor, "describe": engine.predictor.describe()},
         "settings": {"use_silver": settings.use_silver, "seed": settings.seed, "neighbours": settings.neighbours},
@@ -131,11 +131,12 @@ def load_pack(path: Path, taxonomy: Taxonomy | None = None) -> Pack:
     if manifest.get("signatures", {}).get("scheme") != SIGNATURE_SCHEME:
         raise PackError(f"{path}: its error signatures follow scheme {manifest.get('signatures', {}).get('scheme')}, "
                         f"this ddl-triage makes scheme {SIGNATURE_SCHEME}; rebuild it with `ddl-triage pack build`")
-    if taxonomy is not None:
-        expected = file_sha256(taxonomy_path(taxonomy.version))
-        if manifest["taxonomy"].get("sha256") != expected:
-            raise PackError(f"{path}: built for another taxonomy file (sha256 {manifest['taxonomy'].get('sha256')}, "
-                            f"installed {taxonomy.version} is {expected}); rebuild it with `ddl-triage pack build`")
+    if taxonomy is not None:  # only the labels matter: the comment's wording (titles, facts) may change freely
+        expected = taxonomy.labels_digest()
+        if manifest["taxonomy"].get("labels_sha256") != expected:
+            raise PackError(f"{path}: built for other taxonomy labels (labels sha256 "
+                            f"{manifest['taxonomy'].get('labels_sha256')}, installed {taxonomy.version} has "
+                            f"{expected}); rebuild it with `ddl-triage pack build`")
     return Pack(path=path, manifest=manifest, cases=cases, vectors=vectors, archive=archive, digests=digests)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from functools import cache
 from pathlib import Path
@@ -19,6 +21,7 @@ class _Strict(BaseModel):
 
 class Value(_Strict):
     id: str
+    title: str | None = None  # the label in words, as the comment shows it (ids stay in the marker and the JSON)
     definition: str | None = None
     group: str | None = None
     provenance: tuple[str, ...] = ()
@@ -32,13 +35,25 @@ class Fact(_Strict):
     """Something a reporter should give; asked for only when none of `present` matches the issue text."""
 
     id: str
-    ask: str
-    present: tuple[str, ...]  # case-insensitive regular expressions; any match means the fact is there
+    ask: str  # names no project's own command: the wording for a project without one
+    ask_by_framework: dict[str, str] = {}  # the project's own words (DeepSpeed: `ds_report`), by framework name
+    present: tuple[str, ...] = ()  # case-insensitive regular expressions; any match means the fact is there
     environment: tuple[str, ...] = ()  # EnvironmentFacts fields that, when extracted, also mean it is there
+    all_of: tuple[str, ...] = ()  # facts that, all present, mean this one is (versions: torch, CUDA, framework)
+    all_of_by_framework: dict[str, tuple[str, ...]] = {}  # `all_of` for one framework (Megatron-LM: commit, TE)
+    not_for: tuple[str, ...] = ()  # symptoms for which this fact is never asked (a launch command for a build)
+    asked_when: tuple[str, ...] = ()  # asked only when one of these matches (a traceback: the text says it fails)
+
+    def ask_for(self, framework: str | None) -> str:
+        """The ask in the project's own words where it has some, else the plain wording."""
+        return self.ask_by_framework.get(framework or "", self.ask)
+
+    def parts(self, framework: str | None) -> tuple[str, ...]:
+        return self.all_of_by_framework.get(framework or "", self.all_of)
 
     @model_validator(mode="after")
     def _patterns_compile(self) -> Fact:
-        for pattern in self.present:
+        for pattern in (*self.present, *self.asked_when):
             try:
                 re.compile(pattern)
             except re.error as exc:
@@ -88,6 +103,13 @@ class Taxonomy(_Strict):
                 for fact in value.ask_for:
                     if fact not in fact_ids:
                         raise ValueError(f"axes.{axis_name}.{value.id}: ask_for {fact!r} is not in facts")
+        for entry in self.facts:
+            for part in (*entry.all_of, *(p for parts in entry.all_of_by_framework.values() for p in parts)):
+                if part not in fact_ids or part == entry.id:
+                    raise ValueError(f"facts.{entry.id}: all_of {part!r} is not another fact")
+            for symptom in entry.not_for:
+                if "symptom" in self.axes and symptom not in self.axes["symptom"].ids:
+                    raise ValueError(f"facts.{entry.id}: not_for {symptom!r} is not a symptom")
         for fact in self.ask_for_any_bug:
             if fact not in fact_ids:
                 raise ValueError(f"ask_for_any_bug: {fact!r} is not in facts")
@@ -120,6 +142,19 @@ class Taxonomy(_Strict):
             if value_id == value.id or value_id in value.aliases:
                 return value.id
         return None
+
+    def labels_digest(self) -> str:
+        """sha256 of what shapes a fitted model: the version and every axis's ids, aliases, definitions and
+        mappings. Titles, facts and asks are the comment's wording: editing them keeps packs and fits valid."""
+        shape = {"version": self.version, "not_established": self.not_established, "maps_onto": self.maps_onto,
+                 "axes": {name: [(v.id, v.aliases, v.definition, v.maps_to, v.group) for v in axis.values]
+                          for name, axis in self.axes.items()}}
+        return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
+
+    def words(self, axis: str, value_id: str) -> str:
+        """A label in words: its `title`, else its id with spaces."""
+        value = self.value(axis, value_id)
+        return value.title or value.id.replace("_", " ")
 
     def fact(self, fact_id: str) -> Fact:
         return next(f for f in self.facts if f.id == fact_id)

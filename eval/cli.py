@@ -239,6 +239,29 @@ def signatures(
     print(format_report(report))
 
 
+@app.command()
+def comments(
+    out: Annotated[Path, typer.Option(help="Directory for results.json, comments.jsonl and comments.md.")],
+    task: Annotated[str, typer.Option(help="The benchmark whose folds are commented (its first repetition).")
+                    ] = "ddl-dev-cv",
+    fit_cache: Annotated[bool, typer.Option(help="Reuse fitted engines cached by content.")] = True,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
+) -> None:
+    """The comments the bot would post on each fold's issues, by an engine fitted without them, measured."""
+    from eval.comments import count_folds, run_comments, write_comment_outputs
+    from eval.progress import Reporter
+
+    settings = load_settings()
+    config = build_config(settings, task=task, dataset=None, extra_cases=None, no_extra_cases=False,
+                          train_on=None, predictors="default", folds=None, seed=None, bootstrap=None,
+                          fit_cache=fit_cache, repeats=1)
+    with Reporter(count_folds(config), enabled=not quiet) as reporter:
+        results = run_comments(config, settings, reporter, shlex.join(["python", "-m", "eval", *sys.argv[1:]]))
+    written = write_comment_outputs(results, out)
+    print(written[-1].read_text(encoding="utf-8"))
+    print(f"eval: wrote {len(written)} files to {out} in {results['duration_s']} s", file=sys.stderr)
+
+
 @app.command("ls")
 def list_tasks() -> None:
     """The benchmark definitions (eval/tasks/*.yaml)."""

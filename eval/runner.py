@@ -77,8 +77,22 @@ def run_benchmark(config: RunConfig, settings: Settings, reporter: Reporter, *, 
     }
 
 
-def evaluate_datasets(ctx: Context, datasets: tuple[Path, ...]) -> dict[str, object]:
-    """One test population (a dataset, or several pooled): load, split without leakage, run, score."""
+@dataclass
+class Prepared:
+    """A test population loaded, embedded and split without leakage: what every benchmark of it runs on."""
+
+    name: str
+    loaded: list[LoadedSet]
+    others: list[LoadedSet]
+    other_paths: tuple[Path, ...]
+    rule: str
+    tested: Embedded
+    splits: list[Split]
+    leakage: dict[str, object]
+
+
+def prepare_splits(ctx: Context, datasets: tuple[Path, ...]) -> Prepared:
+    """Load the test files and the case-base files, embed them, and split (folds, framework or transfer)."""
     config = ctx.config
     name = " + ".join(d.name for d in datasets)
     ctx.reporter.status(f"{name}: loading and embedding")
@@ -97,6 +111,16 @@ def evaluate_datasets(ctx: Context, datasets: tuple[Path, ...]) -> dict[str, obj
     else:
         splits, leakage = cv_splits(tested, base, config.folds, config.seed, config.near_duplicate_cosine,
                                     config.repeats)
+    return Prepared(name, loaded, others, other_paths, rule, tested, splits, leakage)
+
+
+def evaluate_datasets(ctx: Context, datasets: tuple[Path, ...]) -> dict[str, object]:
+    """One test population (a dataset, or several pooled): load, split without leakage, run, score."""
+    config = ctx.config
+    prepared = prepare_splits(ctx, datasets)
+    name, loaded, others, splits, tested = (prepared.name, prepared.loaded, prepared.others, prepared.splits,
+                                            prepared.tested)
+    other_paths, rule, leakage = prepared.other_paths, prepared.rule, prepared.leakage
     outputs = run_jobs(ctx, name, splits, dict(zip(tested.ids, tested.hashes, strict=True)))
     order = {case_id: i for i, case_id in enumerate(tested.ids)}
     allowed = shared_labels(splits[0], ctx.taxonomy) if config.mode == "transfer" else None

@@ -61,6 +61,32 @@ def test_predict_reads_bad_input_says_what_it_skipped_and_predicts_the_rest(warm
     assert records[1]["predictions"]["symptom"]["top"][0][0] == "device_error"
 
 
+def test_predict_with_comment_adds_the_comment_or_null_to_each_line_in_order(warm: Settings, tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"id": "hang", "repo": "deepspeedai/DeepSpeed", "title": "Training hangs at the first allreduce",
+                    "body": "Two nodes, ZeRO-2: every rank stops at step 0 and nothing is printed until the NCCL "
+                            "watchdog fires after 30 minutes. Launched with deepspeed --hostfile hosts train.py"}),
+        "{this line is broken",
+        json.dumps({"id": "bare", "title": "ZeRO broken", "body": "It does not work."}),
+        json.dumps({"id": "idea", "title": "[FEATURE] Export the training curves to TensorBoard by default",
+                    "body": "It would be convenient if the engine wrote scalars to TensorBoard without any config."}),
+    ]
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    proc = run_cli(warm, "predict", "--with-comment", "--input", str(src), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert f"{src}:2: not JSON" in proc.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in records] == ["hang", "bare", "idea"]
+    assert all(set(r) == {"id", "predictions", "neighbours", "comment"} for r in records)
+    hang, bare = records[0]["comment"], records[1]["comment"]
+    assert hang is not None and hang.startswith("<!-- ddl-triage v1") and "not sure" not in hang
+    assert bare is not None and "does not say enough yet" in bare
+    assert records[2]["comment"] is None or "- [ ]" not in records[2]["comment"]  # a request is asked nothing
+    plain = run_cli(warm, "predict", "--input", str(src), "--output", str(out))
+    assert plain.returncode == 0 and "comment" not in json.loads(out.read_text().splitlines()[0])
+
+
 def test_triage_prints_the_comment_and_json(warm: Settings, tmp_path: Path) -> None:
     issue = tmp_path / "issue.json"
     issue.write_text(json.dumps({"title": "fused_adam build fails with ninja", "body":

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.domain import Issue
-from bot.facts import fact_present, missing_facts, needs_details
+from bot.domain import Diagnosis, Issue
+from bot.facts import fact_present, fact_shown, framework_of, missing_facts, needs_details
 from bot.normalise import normalise
 from bot.taxonomy import Taxonomy
 
@@ -22,6 +22,7 @@ EVIDENCE = {
     "launch_command": r"\b(torchrun|deepspeed --|mpirun)\b",
     "memory_setup": r"micro_batch_size|zero_optimization",
     "precision_setup": r"\bbf16\b|\bfp16\b",
+    "versions": r"op name \.{4,}|DeepSpeed general environment info",
 }
 
 
@@ -31,7 +32,8 @@ def gold_issues(gold_dir: Path) -> list[Issue]:
     for name in ("ddl-dev.jsonl", "ddl-dev-r3.jsonl"):
         for line in (gold_dir / name).read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
-            issues.append(Issue(id=record["id"], title=record["title"] or "", body=record["body"] or ""))
+            issues.append(Issue(id=record["id"], title=record["title"] or "", body=record["body"] or "",
+                                repo=record["repo"]))
     return issues
 
 
@@ -43,19 +45,130 @@ def test_a_fact_the_gold_text_shows_is_never_asked_for(fact: str, gold_issues: l
     symptoms = [v.id for v in taxonomy.axis("symptom").values if fact in v.ask_for] or [None]
     for issue in showing:
         environment = normalise(issue).environment
-        assert fact_present(taxonomy.fact(fact), f"{issue.title}\n{issue.body}", environment), issue.id
+        shown = fact_shown(taxonomy, taxonomy.fact(fact), f"{issue.title}\n{issue.body}", environment,
+                           framework_of(issue, environment))
+        assert shown, issue.id
         for symptom in symptoms:
             assert fact not in missing_facts(issue, environment, taxonomy, "bug_report", symptom), issue.id
 
 
-def test_absent_facts_are_asked_for_the_symptom_first_and_only_for_bug_reports(taxonomy: Taxonomy) -> None:
-    issue = Issue(title="Training hangs", body="After a few hundred steps every rank stops making progress and "
-                                               "nothing is printed any more, GPU utilisation drops to zero.")
+def _asked(title: str, body: str, taxonomy: Taxonomy, symptom: str | None, *, repo: str | None = None,
+           kind: str | None = "bug_report", diagnoses: tuple[Diagnosis, ...] = ()) -> list[str]:
+    issue = Issue(title=title, body=body, repo=repo)
+    return missing_facts(issue, normalise(issue).environment, taxonomy, kind, symptom, diagnoses=diagnoses)
+
+
+def test_absent_facts_are_asked_for_what_the_symptom_needs_at_most_two_and_only_for_bug_reports(
+        taxonomy: Taxonomy) -> None:
+    body = ("After a few hundred steps every rank stops making progress and nothing is printed any more, "
+            "GPU utilisation drops to zero.")
+    asked = _asked("Training hangs", body, taxonomy, "hang_timeout")
+    assert asked == ["nccl_debug", "hardware"]  # what a hang needs, not the generic versions
+    assert _asked("Training hangs", body, taxonomy, "hang_timeout", kind="usage_question") == []
+    assert _asked("Training hangs", body, taxonomy, None, kind=None) == []
+    assert _asked("How do I use ZeRO-3 with LoRA?", "Is it supported?", taxonomy, None, kind="feature_request") == []
+
+
+def test_versions_given_in_prose_count_as_present(taxonomy: Taxonomy) -> None:
+    for prose in ("I am on the latest 0.9.2 of the library", "with our current 0.12.5 install",
+                  "using release v0.14.1 from pip"):
+        body = f"RuntimeError: something broke in the optimizer step. {prose}."
+        fact = taxonomy.fact("framework_version")
+        assert fact_present(fact, body, normalise(Issue(body=body)).environment), prose
+
+
+def test_a_launch_script_with_gpus_per_node_shows_the_launch_and_the_hardware(taxonomy: Taxonomy) -> None:
+    script = "```bash\nGPUS_PER_NODE=2\nNNODES=1\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\n```\nthen it hangs."
+    asked = _asked("Run stops at the first allreduce", script, taxonomy, "unexpected_parallelization")
+    assert "launch_command" not in asked
+    assert "hardware" not in _asked("Run stops at the first allreduce", script, taxonomy, "hang_timeout")
+
+
+def test_a_pasted_ds_report_replaces_every_version_ask_and_an_unfilled_template_does_not(
+        taxonomy: Taxonomy) -> None:
+    report = ("**ds_report output**\n```\n--------------------------------------------------\n"
+              "DeepSpeed C++/CUDA extension op report\n----------\nop name ................ installed .. "
+              "compatible\nfused_adam ............. [NO] ....... [OKAY]\n```")
+    error = "ImportError: cannot import name 'FusedAdam' from the ops package"
+    asked = _asked("Import fails", f"{error}\n{report}", taxonomy, "import_error", repo="deepspeedai/DeepSpeed")
+    assert asked == []
+    template = "**ds_report output**\nPlease run `ds_report` to give us details about your setup.\n"
+    asked = _asked("Import fails", f"{error}\n{template}", taxonomy, "import_error", repo="deepspeedai/DeepSpeed")
+    assert asked == ["versions"]
+    assert taxonomy.fact("versions").ask_for("DeepSpeed") == "the output of `ds_report`"
+
+
+def test_a_pip_build_failure_is_never_asked_for_a_launch_command(taxonomy: Taxonomy) -> None:
+    body = "pip install fails:\n  error: subprocess-exited-with-error\n  nvcc fatal : Unsupported gpu architecture"
+    build = Diagnosis(id="build", title="op build", reading="r", next_step="s",
+                      symptoms=["installation_build_failure"], ask="launch_command")
+    for symptom in ("installation_build_failure", "import_error", None):
+        asked = _asked("Cannot install", body, taxonomy, symptom, diagnoses=(build,))
+        assert "launch_command" not in asked, symptom
+
+
+def test_each_project_is_asked_in_its_own_words_and_never_with_another_projects_command(
+        taxonomy: Taxonomy) -> None:
+    body = "The fused kernel raises RuntimeError: CUDA error: an illegal memory access was encountered"
+    words = {repo: [taxonomy.fact(f).ask_for(framework_of(Issue(repo=repo), normalise(Issue(body=body)).environment))
+                    for f in _asked("Crash", body, taxonomy, "segmentation_fault", repo=repo)]
+             for repo in ("deepspeedai/DeepSpeed", "hpcaitech/ColossalAI", "NVIDIA/Megatron-LM", None)}
+    assert "the output of `ds_report`" in words["deepspeedai/DeepSpeed"]
+    assert "the output of `colossalai check -i`" in words["hpcaitech/ColossalAI"]
+    assert any("Transformer Engine" in w and "git rev-parse HEAD" in w for w in words["NVIDIA/Megatron-LM"])
+    for repo in ("hpcaitech/ColossalAI", "NVIDIA/Megatron-LM", None):
+        assert not any(re.search(r"ds_report|DS_BUILD|deepspeed", w, re.IGNORECASE) for w in words[repo]), repo
+    for fact in taxonomy.facts:  # the plain wording serves every project: it names no project's own command
+        assert not re.search(r"ds_report|DS_BUILD|colossalai check", fact.ask), fact.id
+
+
+def test_a_colossal_ai_issue_that_mentions_deepspeed_is_asked_in_colossal_ai_words(taxonomy: Taxonomy) -> None:
+    issue = Issue(title="Gemini plugin crashes", repo="hpcaitech/ColossalAI",
+                  body="Moving from deepspeed 0.10.0 to the gemini plugin, ImportError: no module named fused_optim")
     environment = normalise(issue).environment
-    asked = missing_facts(issue, environment, taxonomy, "bug_report", "hang_timeout")
-    assert asked[0] == "nccl_debug" and "torch_version" in asked and len(asked) <= 4
-    assert missing_facts(issue, environment, taxonomy, "usage_question", "hang_timeout") == []
-    assert missing_facts(issue, environment, taxonomy, None, "hang_timeout") == []
+    assert environment.framework == "DeepSpeed"  # what the text names first
+    assert framework_of(issue, environment) == "Colossal-AI"
+
+
+def test_a_megatron_report_without_the_transformer_engine_version_is_asked_for_it(taxonomy: Taxonomy) -> None:
+    body = ("megatron-core 0.9.0, torch 2.4, CUDA 12.4\nAttributeError: module has no attribute "
+            "'get_cpu_offload_context' raised from the TE layer spec")
+    assert _asked("TE layer fails", body, taxonomy, "api_exception", repo="NVIDIA/Megatron-LM") == ["te_version"]
+    assert _asked("TE layer fails", body.replace("megatron-core 0.9.0, ", ""), taxonomy, "api_exception",
+                  repo="NVIDIA/Megatron-LM") == ["versions"]  # neither part shown: the one ask names both
+    assert _asked("TE layer fails", body + "\ntransformer-engine 1.11.0", taxonomy, "api_exception",
+                  repo="NVIDIA/Megatron-LM") == []
+    assert _asked("TE layer fails", body, taxonomy, "api_exception", repo="deepspeedai/DeepSpeed") == []
+
+
+def test_a_report_that_says_it_fails_without_the_error_is_asked_for_the_error_itself(taxonomy: Taxonomy) -> None:
+    body = "When I launch the pretraining script on two machines it fails with an error, no idea why at all."
+    assert _asked("Pretraining broken", body, taxonomy, None) == ["traceback"]
+    with_error = body + "\nValueError: world size 3 is not divisible by pipeline parallel size 2"
+    assert "traceback" not in _asked("Pretraining broken", with_error, taxonomy, None)
+    frames = body + '\n[rank3]:   File "/opt/venv/lib/python3.11/site-packages/mylib/engine.py", line 88, in step'
+    assert "traceback" not in _asked("Pretraining broken", frames, taxonomy, None)
+
+
+def test_a_report_of_wrong_behaviour_without_a_failure_is_not_asked_for_a_traceback(taxonomy: Taxonomy) -> None:
+    body = ("With TP=2 the loss curve drifts away from the single-GPU run after 2k steps; the absolute error "
+            "between the two reaches 40. Both runs use the same seed and data order.")
+    for symptom in (None, "incorrect_output", "api_exception"):
+        assert "traceback" not in _asked("TP loss differs from one GPU", body, taxonomy, symptom), symptom
+
+
+def test_a_gpu_named_in_chinese_prose_counts_as_the_hardware(taxonomy: Taxonomy) -> None:
+    body = "在四张H100显卡上训练，每张卡80G显存，NCCL 通信一直卡住不动"
+    assert "hardware" not in _asked("训练卡住", body, taxonomy, "hang_timeout")
+
+
+def test_the_fact_a_diagnosis_needs_is_asked_first(taxonomy: Taxonomy) -> None:
+    body = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    kernel = Diagnosis(id="no_kernel_image", title="No kernel image", reading="r", next_step="s",
+                       symptoms=["device_error"], ask="hardware")
+    assert _asked("Kernel error", body, taxonomy, "api_exception", diagnoses=(kernel,))[0] == "hardware"
+    unknown = kernel.model_copy(update={"ask": "a_fact_no_taxonomy_has"})
+    assert "a_fact_no_taxonomy_has" not in _asked("Kernel error", body, taxonomy, "device_error", diagnoses=(unknown,))
 
 
 def test_an_empty_or_bare_title_issue_needs_details_and_a_real_report_does_not(gold_issues: list[Issue]) -> None:
@@ -68,5 +181,7 @@ def test_an_empty_or_bare_title_issue_needs_details_and_a_real_report_does_not(g
 
 def test_every_fact_pattern_of_the_shipped_taxonomy_compiles_and_is_referenced(taxonomy: Taxonomy) -> None:
     referenced = set(taxonomy.ask_for_any_bug) | {f for v in taxonomy.axis("symptom").values for f in v.ask_for}
+    referenced |= {p for f in taxonomy.facts for p in (*f.all_of, *(x for ps in f.all_of_by_framework.values()
+                                                                      for x in ps))}
     assert referenced <= {f.id for f in taxonomy.facts}
-    assert {"traceback", "torch_version", "launch_command"} <= referenced
+    assert {f.id for f in taxonomy.facts} <= referenced | {"versions"}, "a fact nothing asks for"

@@ -92,7 +92,7 @@ def test_installed_repositories_link_near_copies_with_how_they_ended_and_never_a
         assert all(r["repo"] == REPO for r in decision.related)
         [posted] = github.bot_comments(REPO, 42)
         assert posted["body"] == decision.comment
-        assert "Possibly related in this repository" in posted["body"]
+        assert "**Seen before:**" in posted["body"]
         line_31 = next(line for line in posted["body"].splitlines() if "#31" in line)
         line_32 = next(line for line in posted["body"].splitlines() if "#32" in line)
         assert "fixed by #4290" in line_31 and "possible duplicate" not in line_31

@@ -182,7 +182,7 @@ def test_a_clean_checkout_with_no_shared_data_triages_from_the_pack(tmp_path: Pa
                          cwd=clone, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     assert not (clone.parent / "shared").exists()
-    assert "<!-- ddl-triage v1" in run.stdout and "`hang_timeout`" in run.stdout
+    assert "<!-- ddl-triage v1" in run.stdout and "**Likely:** hang or timeout" in run.stdout
     assert "](https://github.com/" in run.stdout
     assert "Traceback" not in run.stderr
 

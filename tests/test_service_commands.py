@@ -77,7 +77,7 @@ def test_a_correction_is_stored_as_a_labelled_case_and_shown_in_the_same_comment
     assert (case["axis"], case["value"], case["author"]) == ("symptom", "out_of_memory", "bob-maintainer")
     assert case["title"].startswith("Training hangs")
     [comment] = github.bot_comments(REPO, 42)
-    assert "`out_of_memory`" in comment["body"] and "| set by a maintainer |" in comment["body"]
+    assert "out of memory (set by a maintainer)" in comment["body"]
 
 
 def test_a_correction_joins_the_case_base_at_once(client: TestClient, github: FakeGitHub) -> None:

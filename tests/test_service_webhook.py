@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from bot.comment import NO_NEIGHBOURS, has_marker
+from bot.comment import has_marker
 from bot.engine import Engine
 from bot.settings import Settings
 from tests.fake_github import (
@@ -52,8 +53,8 @@ def test_signed_issue_opened_is_acknowledged_at_once_then_commented_once(
     [comment] = github.comments_on(REPO, 42)
     body = comment["body"]
     assert comment["user"]["type"] == "Bot" and has_marker(body)
-    assert "ddl-triage suggestion" in body and "confidence" in body
-    assert ("**Similar labelled cases:**" in body and "](https://github.com/" in body) or NO_NEIGHBOURS in body
+    assert "Automated suggestion by ddl-triage" in body and "not sure" not in body
+    assert "github.com/" not in body.replace("redirect.github.com/", ""), "a link that pings another project"
     assert not [r for r in github.writes() if r.path.endswith("/labels")], "labels are off by default"
 
 
@@ -78,12 +79,13 @@ def test_edited_issue_updates_the_same_comment(app_settings: Settings, engine: E
         [first] = github.comments_on(REPO, 42)
         first_body = first["body"]
         edited = load_payload("issues-edited")
-        edited["issue"]["body"] = payload["issue"]["body"].replace("torch 2.3.0", "torch 2.4.1")
+        # Without its NCCL log the hang report lacks what a hang needs: the edited comment asks for it.
+        edited["issue"]["body"] = re.sub(r"```.*?```", "No error is printed.", payload["issue"]["body"], flags=re.S)
         github.add_issue(edited)
         assert deliver(client, edited).status_code == 202
         assert wait_idle(client) == {"done": 2}
     [comment] = github.comments_on(REPO, 42)
-    assert comment["id"] == first["id"] and comment["body"] != first_body and "2.4.1" in comment["body"]
+    assert comment["id"] == first["id"] and comment["body"] != first_body and "NCCL_DEBUG=INFO" in comment["body"]
     patches = [r for r in github.writes() if r.method == "PATCH"]
     assert [r.path for r in patches] == [f"/repos/{REPO}/issues/comments/{first['id']}"]
 

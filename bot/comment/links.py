@@ -1,0 +1,49 @@
+"""Links to issues that never ping another project.
+
+GitHub turns a plain issue URL or `owner/repo#N` in a comment into a cross-reference: a "mentioned this issue"
+event on the linked issue. A triage bot that cites DeepSpeed's issues from every Megatron-LM issue would spam
+DeepSpeed's threads. So an issue of another repository is linked through GitHub's redirect host (as
+Dependabot does), with link text that is not itself a reference ("DeepSpeed #1234"); an issue of the
+repository the comment is posted on stays a plain `#N`, where the cross-reference is wanted.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bot.comment.markdown import escape_markdown
+
+REDIRECT_HOST = "https://redirect.github.com"
+_GITHUB_URL = re.compile(r"^https://github\.com/([\w.-]+/[\w.-]+)/(issues|pull)/(\d+)/?$")
+_CASE_ID = re.compile(r"^([\w.-]+/[\w.-]+)#(\d+)$")
+
+
+def same_repo(a: str | None, b: str | None) -> bool:
+    return bool(a and b and a.lower() == b.lower())
+
+
+def case_link(case_id: str, url: str | None, own_repo: str | None) -> str | None:
+    """A labelled case as markdown: `#N` in its own repository, a redirect link elsewhere, None when unsafe."""
+    found = _GITHUB_URL.match(url or "")
+    if found:
+        repo, path, number = found.group(1), found.group(2), int(found.group(3))
+        if same_repo(repo, own_repo):
+            return f"#{number}"
+        return f"[{_short_name(repo)} #{number}]({REDIRECT_HOST}/{repo}/{path}/{number})"
+    if url and url.startswith("https://") and "github.com" not in url:  # a forum thread: no cross-reference
+        return f"[{escape_markdown(case_id, 60)}]({url})"
+    named = _CASE_ID.match(case_id)
+    if named and same_repo(named.group(1), own_repo):
+        return f"#{named.group(2)}"
+    return None  # no safe form (a javascript: or http: URL, a GitHub URL of another shape)
+
+
+def repo_of(case_id: str, url: str | None) -> str | None:
+    """The repository a case belongs to, from its GitHub URL or its `owner/repo#N` id."""
+    found = _GITHUB_URL.match(url or "") or _CASE_ID.match(case_id)
+    return found.group(1) if found else None
+
+
+def _short_name(repo: str) -> str:
+    """`deepspeedai/DeepSpeed` -> `DeepSpeed`: a name, never `owner/repo`, which GitHub would link again."""
+    return escape_markdown(repo.split("/")[-1], 40)

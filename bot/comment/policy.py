@@ -1,0 +1,66 @@
+"""When the bot speaks: a comment must add something beyond labels, or the bot stays silent.
+
+The decision is a pure function of what the comment would say and of the repository's policy, so the
+service, the Action, the CLI and the benchmarks decide alike. Labels and the stored decision do not depend on
+it: silence only means no comment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.settings import AXES, Settings
+
+CommentMode = Literal["useful", "always", "never"]
+# GitHub's author_association values of people who run the repository: they triage their own issues.
+MEMBER_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+
+
+class CommentPolicy(BaseModel):
+    """A repository's choices about the comment (config `comment:`, `comment_on_members:`, `axes:`) and the
+    floors that decide which precedents are close enough to show."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    comment: CommentMode = "useful"  # useful: only when it adds something; always; never
+    comment_on_members: bool = False  # also comment on issues opened by the owner, members or collaborators
+    axes: tuple[str, ...] = AXES  # the label rows the repository allows
+    similarity_floor: float = 0.75  # a labelled case of the pack is shown at or above this cosine
+    related_floor: float = 0.80  # an issue of the repository itself is shown at or above this cosine
+    # A comment whose only substance is its symptom is posted when that symptom is at least this likely (the
+    # calibrated confidence): a row is shown from its axis threshold, a comment needs a surer label. 1.0: never
+    # (calibrated confidences stay below 1).
+    confident_symptom: float = 0.8
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **choices: object) -> CommentPolicy:
+        """The floors of the settings, with a repository's choices on top."""
+        return cls.model_validate({"similarity_floor": settings.similarity_floor,
+                                   "related_floor": settings.memory_related_floor, **choices})
+
+
+@dataclass(frozen=True)
+class Substance:
+    """What a comment would say beyond labels: the inputs of the silence decision."""
+
+    precedents: int = 0
+    diagnoses: int = 0
+    confident_symptom: bool = False
+    asks: int = 0
+
+    @property
+    def adds_something(self) -> bool:
+        return bool(self.precedents or self.diagnoses or self.confident_symptom or self.asks)
+
+
+def should_comment(substance: Substance, policy: CommentPolicy, author_association: str | None = None) -> bool:
+    """Post or stay silent: never when the policy says never; not on a member's issue unless the policy
+    asks for it; otherwise always, or (the default) only when the comment adds something beyond labels."""
+    if policy.comment == "never":
+        return False
+    if (author_association or "").upper() in MEMBER_ASSOCIATIONS and not policy.comment_on_members:
+        return False
+    return policy.comment == "always" or substance.adds_something

@@ -1,0 +1,62 @@
+"""`python -m eval comments` end to end on made-up issues, and the figures it is made of."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from eval.comment_scoring import pinging_links, text_shows, wilson
+from tests.test_eval_cli import made_up_records, run_eval
+
+TASK = """name: tiny-comments
+version: 1
+datasets: [made-up.jsonl]
+extra_cases: []
+folds: 2
+seed: 0
+predictors: [default]
+"""
+
+
+def test_eval_comments_comments_each_fold_and_writes_the_table_and_the_comments(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    records = made_up_records()
+    for i, record in enumerate(records):  # issues of one repository, so earlier ones are its own precedents
+        record.update(repo="made/up", url=f"https://github.com/made/up/issues/{i + 1}", type="issue",
+                      number=i + 1, id=f"made/up#{i + 1}")
+    records[0]["type"] = "pull_request"  # never commented on
+    (data / "made-up.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    (data / "tiny-comments.yaml").write_text(TASK)
+    out = tmp_path / "out"
+    proc = run_eval("comments", "--task", str(data / "tiny-comments.yaml"), "--out", str(out), "--quiet",
+                    state=tmp_path / "state", extra_env={"DDL_TRIAGE_DATA_DIR": str(data)})
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((out / "results.json").read_text())
+    summary = results["summary"]
+    assert summary["issues"] == len(records) - 1
+    assert summary["not_sure_rows"] == 0 and summary["pinging_links"] == 0 and summary["asks_max"] <= 2
+    assert summary["precedent"]["issues"] > 0 and summary["evidence"]["issues"] == 0  # one repository only
+    assert 0 <= summary["posted_share"] <= 1 and results["provenance"]["git"]
+    lines = [json.loads(line) for line in (out / "comments.jsonl").read_text().splitlines()]
+    assert len(lines) == summary["issues"] and {"made/up#1"} & {line["id"] for line in lines} == set()
+    posted = [line["comment"] for line in lines if line["comment"]]
+    assert posted and all(c.startswith("<!-- ddl-triage v1") and "](https://github.com/" not in c for c in posted)
+    table = (out / "comments.md").read_text()
+    assert "| share posted |" in table and "Regenerate: `python -m eval comments --task" in table
+    assert table.strip() in proc.stdout
+
+
+def test_asks_are_checked_against_literal_evidence_apart_from_the_patterns_that_decide_them() -> None:
+    assert text_shows("framework_version", "pip list says deepspeed==0.15.1")
+    assert text_shows("launch_command", "GPUS_PER_NODE=8 in my script")
+    assert text_shows("versions", "torch 2.3.1, CUDA 12.1, deepspeed 0.14.2")
+    assert not text_shows("versions", "torch 2.3.1, CUDA 12.1, deepspeed 0.14.2", "NVIDIA/Megatron-LM")
+    assert text_shows("versions", "megatron-core 0.9.0 and transformer-engine==1.12", "NVIDIA/Megatron-LM")
+    assert not text_shows("nccl_debug", "the job hangs forever")
+
+
+def test_a_cross_reference_is_a_plain_url_or_owner_repo_number_outside_code_and_link_text() -> None:
+    assert pinging_links("see https://github.com/a/b/issues/1 and a/b#2") == 2
+    assert pinging_links("[a/b#3](https://redirect.github.com/a/b/issues/3) `a/b#4` #5 <!-- c/d#6 -->") == 0
+    assert wilson(8, 10) == [0.49, 0.943] and wilson(0, 0) is None

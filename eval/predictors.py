@@ -39,3 +39,32 @@ class WithoutSource(Predictor):
 @register("linear-without-r3")
 def _linear_without_r3(settings: Settings) -> Predictor:
     return WithoutSource(LinearPredictor(), ROUND_3, "linear-without-r3")
+
+
+# The parts of `linear-joint` one at a time, to measure what each adds (README, "Accuracy").
+@register("fused-cues")
+def _fused_cues(settings: Settings) -> Predictor:
+    from bot.predictors.joint import JointFusedPredictor
+
+    return JointFusedPredictor(strength=0.0, name="fused-cues")
+
+
+@register("fused-joint")
+def _fused_joint(settings: Settings) -> Predictor:
+    from bot.predictors.joint import JointFusedPredictor
+
+    return JointFusedPredictor(cue_weight=0.0, name="fused-joint")
+
+
+@register("fused-joint-half")
+def _fused_joint_half(settings: Settings) -> Predictor:
+    from bot.predictors.joint import JointFusedPredictor
+
+    return JointFusedPredictor(cue_weight=0.0, strength=0.5, name="fused-joint-half")
+
+
+@register("fused-joint-penalty")
+def _fused_joint_penalty(settings: Settings) -> Predictor:
+    from bot.predictors.joint import JointFusedPredictor
+
+    return JointFusedPredictor(cue_weight=0.0, reward=False, name="fused-joint-penalty")

@@ -14,12 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.archive import Archive, ArchiveError, read_archive, write_archive
 from bot.dataset import LoadReport, default_case_files, load_case_base
 from bot.domain import Case, Issue, TriageResult
 from bot.embedding import Embedder, EmbeddingCache
-from bot.errors import PredictorError
 from bot.facts import NON_BUG_KINDS, missing_facts, needs_details
+from bot.fitted import load_fitted, save_fitted
 from bot.normalise import NormalisedIssue, normalise
 from bot.policy import Calibrator, decide, fit_calibrator, out_of_fold
 from bot.predictors.base import Predictor, Query, TrainingSet, make_predictor, predictor_names, training_label
@@ -31,7 +30,8 @@ log = logging.getLogger(__name__)
 
 ENGINE_VERSION = "3"
 # Fitted models are cached; a change to any code that shapes them makes the cached copies stale.
-FITTING_CODE = ("predictors/*.py", "features.py", "normalise.py", "policy.py", "engine.py")
+FITTING_CODE = ("predictors/*.py", "features.py", "normalise.py", "policy.py", "engine.py", "tracebacks.py",
+                "frames.py", "exits.py", "log_lines.py", "canonical.py", "signatures.py", "fitted.py")
 CALIBRATION_FOLDS = 5
 # Libraries whose versions can change a fitted model or an embedding: part of every cache key and pack.
 VERSIONED_PACKAGES = ("ddl-triage", "numpy", "scikit-learn", "scipy", "sentence-transformers", "torch",
@@ -92,6 +92,7 @@ class Engine:
             index.cases.extend(fresh)
             training.texts.extend(n.text for n in normalised)
             index.vectors = np.vstack([index.vectors, vectors]).astype(np.float32)
+            index.digests.extend(n.digests for n in normalised)
             for axis in AXES:
                 training.targets[axis].extend(self._target(c, axis) for c in fresh)
             if private:
@@ -116,22 +117,24 @@ class Engine:
             batch = list(issues[start:start + batch_size])
             normalised = [normalise(i) for i in batch]
             vectors = self.embedder.embed([n.text for n in normalised])
-            queries = make_queries(self.index, normalised, vectors, self.settings.neighbours + 5,
-                                   [self._excluded(i) for i in batch])
-            for issue, query, record in zip(batch, queries, self.predictor.predict_records(queries), strict=True):
+            excluded = [self._excluded(i) for i in batch]
+            queries = make_queries(self.index, normalised, vectors, self.settings.neighbours + 5, excluded)
+            records = self.predictor.predict_records(queries)
+            for issue, query, record, banned in zip(batch, queries, records, excluded, strict=True):
                 dist = record.distributions
                 predictions = {axis: decide(axis, dist[axis], self.calibrator, self.settings.threshold(axis),
                                             raw=record.scores[axis])
                                for axis in AXES}
                 results.append(self._with_missing_facts(issue, query.issue, TriageResult(
                     issue_id=issue.id, predictions=predictions,
-                    neighbours=self.index.neighbours(query.hits[: self.settings.neighbours]),
-                    environment=query.issue.environment, predictor=self.predictor.name,
+                    neighbours=self.index.related(query.vector, query.hits[: self.settings.neighbours],
+                                                  query.issue.signatures, banned),
+                    signatures=list(query.issue.signatures), environment=query.issue.environment,
+                    predictor=self.predictor.name,
                     taxonomy_version=self.taxonomy.version, model_id=self.model_id, fallback=record.fallback)))
             if progress:
                 progress("predicting", len(batch), len(issues))
         return results
-
 
     def _with_missing_facts(self, issue: Issue, normalised: NormalisedIssue, result: TriageResult) -> TriageResult:
         """Too little text for a bug report: abstain and ask for the facts; else ask for what is absent."""
@@ -156,7 +159,7 @@ def build_training_set(cases: list[Case], taxonomy: Taxonomy, embedder: Embedder
     texts = [n.text for n in normalised]
     step = (lambda n: progress("embedding case base", n, len(texts))) if progress else None
     vectors = embedder.embed(texts, step) if texts else np.zeros((0, 1), dtype=np.float32)
-    index = CaseIndex(cases, vectors)
+    index = CaseIndex(cases, vectors, [n.digests for n in normalised])
     return TrainingSet.build(index, texts, taxonomy, use_silver), normalised
 
 
@@ -177,7 +180,7 @@ def fit_engine(settings: Settings, cases: list[Case], *, embedder: Embedder, pre
 
     key = _fit_key(settings, training, predictor, embedder.model_id, calibrate)
     path = settings.cache_dir / "fitted" / f"{key}.npz"
-    calibrator = _load_fitted(path, predictor, training) if use_cache and predictor.cacheable else None
+    calibrator = load_fitted(path, predictor, training) if use_cache and predictor.cacheable else None
     if calibrator is None:
         if progress:
             progress("fitting predictor", 0, 1)
@@ -190,7 +193,7 @@ def fit_engine(settings: Settings, cases: list[Case], *, embedder: Embedder, pre
             calibrator = fit_calibrator(training, out_of_fold(make, training, queries_for,
                                                               CALIBRATION_FOLDS, settings.seed))
         if use_cache and predictor.cacheable:
-            _save_fitted(path, predictor, calibrator)
+            save_fitted(path, predictor, calibrator)
         if progress:
             progress("fitting predictor", 1, 1)
     return Engine(settings=settings, taxonomy=taxonomy, embedder=embedder, training=training,
@@ -260,44 +263,3 @@ def package_versions() -> dict[str, str]:
 
 def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def fitted_archive(predictor: Predictor, calibrator: Calibrator) -> Archive:
-    """A fitted predictor and its calibration as arrays + JSON (raises PredictorError if it cannot be)."""
-    arrays, meta = predictor.state()
-    cal_arrays, cal_meta = calibrator.state()
-    archive = Archive(documents={"predictor": {"describe": predictor.describe(), "state": meta},
-                                 "calibration": cal_meta})
-    archive.arrays.update({f"predictor.{k}": v for k, v in arrays.items()})
-    archive.arrays.update({f"calibration.{k}": v for k, v in cal_arrays.items()})
-    return archive
-
-
-def restore_fitted(archive: Archive, predictor: Predictor, training: TrainingSet) -> Calibrator:
-    """Make `predictor` the fitted one the archive holds, over `training`; returns its calibration."""
-    stored = archive.documents["predictor"]
-    if stored["describe"] != json.loads(json.dumps(predictor.describe(), default=str)):
-        raise PredictorError(f"the stored predictor is {stored['describe']}, not {predictor.describe()}")
-    def part(prefix: str) -> dict[str, np.ndarray]:
-        return {k[len(prefix):]: v for k, v in archive.arrays.items() if k.startswith(prefix)}
-    predictor.restore(part("predictor."), stored["state"], training)
-    return Calibrator.restore(part("calibration."), archive.documents["calibration"])
-
-
-def _load_fitted(path: Path, predictor: Predictor, training: TrainingSet) -> Calibrator | None:
-    if not path.is_file():
-        return None
-    try:
-        return restore_fitted(read_archive(path), predictor, training)
-    except (ArchiveError, PredictorError, KeyError, TypeError, ValueError) as exc:
-        log.warning("ignoring unreadable fitted-model cache %s: %s", path, exc)  # refitted, not fatal
-        return None
-
-
-def _save_fitted(path: Path, predictor: Predictor, calibrator: Calibrator) -> None:
-    try:
-        write_archive(path, fitted_archive(predictor, calibrator))
-    except PredictorError:
-        return  # a predictor that cannot be stored is refitted next time
-    except OSError as exc:  # a cache that cannot be written costs a refit next time, nothing more
-        log.warning("could not cache the fitted %s predictor: %s", predictor.name, exc)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot.cues import template_heading
-from bot.domain import EnvironmentFacts, Issue
+from bot.domain import EnvironmentFacts, ErrorSignature, Issue
+from bot.signatures import failure_signatures
+from bot.tracebacks import Failure, parse_failure
 
 MAX_BODY_CHARS = 4000
 MAX_INPUT_CHARS = 200_000
@@ -54,7 +56,14 @@ class NormalisedIssue:
     body: str
     signal: tuple[str, ...]
     environment: EnvironmentFacts
+    failure: Failure = field(default_factory=Failure)  # frames, final exception, exit code, signal, rank
+    signatures: tuple[ErrorSignature, ...] = ()  # its canonical error signatures (bot/signatures.py)
     templates: tuple[str, ...] = ()  # kinds of issue template whose headings the body carried (bot/cues.py)
+
+    @property
+    def digests(self) -> tuple[str, ...]:
+        """What a case index and the pack keep of the signatures: their digests, sorted, never their text."""
+        return tuple(sorted({s.digest for s in self.signatures}))
 
     @property
     def text(self) -> str:
@@ -73,9 +82,10 @@ def normalise(issue: Issue, max_chars: int = MAX_BODY_CHARS) -> NormalisedIssue:
     if len(text) > max_chars:
         text = _shorten(lines, max_chars)
     title = (issue.title or "").strip()
+    failure = parse_failure(f"{title}\n{body}")  # the title first: the body's traceback is the final word
     return NormalisedIssue(title=title, body=text, signal=signal,
                            environment=extract_environment(f"{title}\n{issue.body or ''}", issue.repo),
-                           templates=templates)
+                           failure=failure, signatures=failure_signatures(failure), templates=templates)
 
 
 def _clip(body: str) -> str:

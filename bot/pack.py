@@ -7,6 +7,8 @@ A pack is an archive (`bot/archive.py`: zip of `.npy` arrays and `.json` documen
 - `cases.json`: per case its id, URL, repository, number, type, state, labels and silver labels (no title,
   no body: the text belongs to its authors on GitHub);
 - `vectors.npy`: the cases' unit-norm embeddings (float32, one row per case, in `cases.json` order);
+- `signatures.json`: per case (in `cases.json` order) the digests of its error signatures (`bot/signatures.py`):
+  hashes only, never the canonical text, which can carry an author's words;
 - `predictor.*` / `calibration.*`: the fitted default predictor and its calibration as arrays.
 `ddl-triage pack build` writes it from the gold files; the same content always gives the same bytes.
 """
@@ -14,6 +16,7 @@ A pack is an archive (`bot/archive.py`: zip of `.npy` arrays and `.json` documen
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,27 +27,21 @@ from bot.archive import Archive, read_archive, write_archive
 from bot.dataset import LoadReport, default_case_files, load_case_base
 from bot.domain import Case
 from bot.embedding import Embedder, EmbeddingCache
-from bot.engine import (
-    Engine,
-    Progress,
-    code_digest,
-    file_sha256,
-    fit_engine,
-    fitted_archive,
-    package_versions,
-    restore_fitted,
-)
+from bot.engine import Engine, Progress, code_digest, file_sha256, fit_engine, package_versions
 from bot.errors import ConfigError
+from bot.fitted import fitted_archive, restore_fitted
 from bot.paths import shipped_dir
 from bot.predictors.base import TrainingSet, make_predictor
 from bot.retrieval import CaseIndex
 from bot.settings import Settings
+from bot.signatures import DIGEST_CHARS, SIGNATURE_SCHEME
 from bot.taxonomy import Taxonomy, taxonomy_path
 
 log = logging.getLogger(__name__)
 
 PACK_FORMAT = "ddl-triage-pack"
-PACK_FORMAT_VERSION = 1
+PACK_FORMAT_VERSION = 2  # 2: signatures.json
+DIGEST = re.compile(rf"[0-9a-f]{{{DIGEST_CHARS}}}")
 CASE_FIELDS = ("id", "url", "repo", "number", "type", "state", "labels", "silver", "source_file")
 
 
@@ -59,6 +56,7 @@ class Pack:
     cases: list[Case]
     vectors: np.ndarray
     archive: Archive
+    digests: list[tuple[str, ...]]  # per case, its error signatures' digests
 
 
 def pack_path(settings: Settings) -> Path:
@@ -86,6 +84,7 @@ def build_pack(settings: Settings, out: Path, progress: Progress | None = None) 
     archive = fitted_archive(engine.predictor, engine.calibrator)
     archive.arrays["vectors"] = engine.index.vectors.astype(np.float32)
     archive.documents["cases"] = [_case_record(c) for c in engine.index.cases]
+    archive.documents["signatures"] = [list(d) for d in engine.index.digests]
     counts = {path.name: 0 for path in files}
     for case in engine.index.cases:
         counts[Path(case.source_file).name] = counts.get(Path(case.source_file).name, 0) + 1
@@ -97,6 +96,8 @@ def build_pack(settings: Settings, out: Path, progress: Progress | None = None) 
         "settings": {"use_silver": settings.use_silver, "seed": settings.seed, "neighbours": settings.neighbours},
         "data": [d | {"cases": counts.get(d["file"], 0)} for d in data_files_digest(files)],
         "cases": len(engine.index.cases), "code": code_digest(), "packages": package_versions(),
+        "signatures": {"scheme": SIGNATURE_SCHEME, "digest": f"sha256 of kind and canonical text, {DIGEST_CHARS} hex",
+                       "cases_with_one": sum(1 for d in engine.index.digests if d)},
     }
     write_archive(out, archive)
     return load_pack(out, taxonomy)
@@ -120,16 +121,32 @@ def load_pack(path: Path, taxonomy: Taxonomy | None = None) -> Pack:
     try:
         cases = [Case(**record) for record in archive.documents["cases"]]
         vectors = archive.arrays["vectors"]
+        digests = _read_digests(archive.documents["signatures"])
     except (KeyError, TypeError, ValueError) as exc:
         raise PackError(f"{path}: damaged pack ({exc}); rebuild it with `ddl-triage pack build`") from None
-    if vectors.ndim != 2 or len(vectors) != len(cases) or len(cases) != manifest.get("cases"):
-        raise PackError(f"{path}: damaged pack ({len(cases)} cases, vectors {vectors.shape}); rebuild it")
+    if vectors.ndim != 2 or len(vectors) != len(cases) or len(cases) != manifest.get("cases") \
+            or len(digests) != len(cases):
+        raise PackError(f"{path}: damaged pack ({len(cases)} cases, vectors {vectors.shape}, {len(digests)} "
+                        "signature lists); rebuild it")
+    if manifest.get("signatures", {}).get("scheme") != SIGNATURE_SCHEME:
+        raise PackError(f"{path}: its error signatures follow scheme {manifest.get('signatures', {}).get('scheme')}, "
+                        f"this ddl-triage makes scheme {SIGNATURE_SCHEME}; rebuild it with `ddl-triage pack build`")
     if taxonomy is not None:
         expected = file_sha256(taxonomy_path(taxonomy.version))
         if manifest["taxonomy"].get("sha256") != expected:
             raise PackError(f"{path}: built for another taxonomy file (sha256 {manifest['taxonomy'].get('sha256')}, "
                             f"installed {taxonomy.version} is {expected}); rebuild it with `ddl-triage pack build`")
-    return Pack(path=path, manifest=manifest, cases=cases, vectors=vectors, archive=archive)
+    return Pack(path=path, manifest=manifest, cases=cases, vectors=vectors, archive=archive, digests=digests)
+
+
+def _read_digests(document: Any) -> list[tuple[str, ...]]:
+    """signatures.json: a list (one per case) of lists of hex digests; anything else is damage."""
+    if not isinstance(document, list):
+        raise ValueError("signatures.json is not a list")
+    digests = [tuple(d) for d in document]
+    if not all(isinstance(x, str) and DIGEST.fullmatch(x) for d in digests for x in d):
+        raise ValueError(f"signatures.json holds something other than {DIGEST_CHARS}-hex digests")
+    return digests
 
 
 def check_in_step(pack: Pack, data_dir: Path | None) -> None:
@@ -154,7 +171,7 @@ def engine_from_pack(settings: Settings, pack: Pack, predictor_name: str, progre
                         f"{settings.embedding_model!r}; unset DDL_TRIAGE_EMBEDDING_MODEL or rebuild the pack")
     if progress:
         progress("loading case pack", 0, 1)
-    index = CaseIndex(pack.cases, pack.vectors.astype(np.float32))
+    index = CaseIndex(pack.cases, pack.vectors.astype(np.float32), pack.digests)
     packed = pack.manifest["settings"]
     training = TrainingSet.build(index, [""] * len(pack.cases), taxonomy, bool(packed["use_silver"]))
     predictor = make_predictor(predictor_name, settings)
@@ -185,5 +202,16 @@ def describe_pack(pack: Pack) -> dict[str, Any]:
     return {"path": str(pack.path), "sha256": file_sha256(pack.path), "bytes": pack.path.stat().st_size,
             "format": f"{m['format']} v{m['format_version']}", "taxonomy": m["taxonomy"],
             "embedding": m["embedding"], "predictor": m["predictor"], "settings": m["settings"],
-            "cases": m["cases"], "cases_by_type": by_type, "data": m["data"], "code": m["code"],
+            "cases": m["cases"], "cases_by_type": by_type, "signatures": _signature_summary(pack),
+            "data": m["data"], "code": m["code"],
             "packages": m["packages"]}
+
+
+def _signature_summary(pack: Pack) -> dict[str, Any]:
+    """How many cases carry an error signature, and how many digests recur between cases."""
+    holders: dict[str, int] = {}
+    for digests in pack.digests:
+        for d in digests:
+            holders[d] = holders.get(d, 0) + 1
+    return {"scheme": pack.manifest["signatures"]["scheme"], "cases_with_one": sum(1 for d in pack.digests if d),
+            "distinct": len(holders), "recurring": sum(1 for n in holders.values() if n > 1)}

@@ -1,24 +1,36 @@
-"""The case base: labelled issues with their embeddings, and k-nearest-neighbour search by cosine."""
+"""The case base: labelled issues with their embeddings and error-signature digests; k-nearest-neighbour search
+by cosine, and the cases that share an error signature with an issue whatever their cosine."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from bot.domain import Case, Neighbour
+from bot.domain import Case, ErrorSignature, Neighbour
+from bot.signatures import MATCHING_KINDS
+
+MAX_SHARED_NEIGHBOURS = 5  # cases added beside the k nearest because they share a signature with the issue
 
 
 @dataclass
 class CaseIndex:
-    """Cases and their unit-norm embeddings (one row per case)."""
+    """Cases, their unit-norm embeddings (one row per case) and the digests of their error signatures."""
 
     cases: list[Case]
     vectors: np.ndarray
+    digests: list[tuple[str, ...]] = field(default_factory=list)  # per case; empty when not indexed
 
     def __post_init__(self) -> None:
         if len(self.cases) != len(self.vectors):
             raise ValueError(f"{len(self.cases)} cases but {len(self.vectors)} vectors")
+        if not self.digests:
+            self.digests = [() for _ in self.cases]
+        if len(self.digests) != len(self.cases):
+            raise ValueError(f"{len(self.cases)} cases but {len(self.digests)} signature lists")
+        self._holders: dict[str, list[int]] = {}
+        self._indexed = 0
 
     def __len__(self) -> int:
         return len(self.cases)
@@ -41,7 +53,41 @@ class CaseIndex:
             out.append(picked)
         return out
 
-    def neighbours(self, hits: list[tuple[int, float]]) -> list[Neighbour]:
-        """Ids, links, type and labels; never the case's text (titles come from GitHub, in the service)."""
+    def holding(self, digest: str) -> list[int]:
+        """The cases (indices) that show the error signature with this digest."""
+        if self._indexed != len(self.digests):  # cases were added since the lookup was built
+            self._holders = {}
+            for i, digests in enumerate(self.digests):
+                for d in digests:
+                    self._holders.setdefault(d, []).append(i)
+            self._indexed = len(self.digests)
+        return self._holders.get(digest, [])
+
+    def sharing(self, signatures: Sequence[ErrorSignature], exclude: set[str] | None = None
+                ) -> dict[int, ErrorSignature]:
+        """Cases that share one of the issue's signatures, each with the first one it shares (the issue's
+        signatures come most telling first)."""
+        shared: dict[int, ErrorSignature] = {}
+        for signature in signatures:
+            for j in self.holding(signature.digest):
+                if j not in shared and self.cases[j].id not in (exclude or set()):
+                    shared[j] = signature
+        return shared
+
+    def related(self, vector: np.ndarray, hits: list[tuple[int, float]], signatures: Sequence[ErrorSignature],
+                exclude: set[str] | None = None) -> list[Neighbour]:
+        """The nearest cases, plus up to MAX_SHARED_NEIGHBOURS more that share a signature of a kind that names
+        the failure (not a bare signal) whatever their cosine; each marked with the signature it shares."""
+        shared = self.sharing(signatures, exclude)
+        known = {j for j, _ in hits}
+        extra = [(j, float(vector @ self.vectors[j])) for j, s in shared.items()
+                 if j not in known and s.kind in MATCHING_KINDS]
+        extra = sorted(extra, key=lambda hit: (-hit[1], hit[0]))[:MAX_SHARED_NEIGHBOURS]
+        ranked = sorted([*hits, *extra], key=lambda hit: -hit[1])
+        return self.neighbours(ranked, {j: s.text for j, s in shared.items()})
+
+    def neighbours(self, hits: list[tuple[int, float]], shared: dict[int, str] | None = None) -> list[Neighbour]:
+        """Ids, links, type and labels; never the case's text (titles come from GitHub, in the service).
+        `shared` gives, per case, the issue's canonical signature that the case shows too."""
         return [Neighbour(id=self.cases[j].id, url=self.cases[j].url, type=self.cases[j].type, score=s,
-                          labels=self.cases[j].labels) for j, s in hits]
+                          labels=self.cases[j].labels, signature=(shared or {}).get(j)) for j, s in hits]

@@ -68,3 +68,10 @@ def _fused_joint_penalty(settings: Settings) -> Predictor:
     from bot.predictors.joint import JointFusedPredictor
 
     return JointFusedPredictor(cue_weight=0.0, reward=False, name="fused-joint-penalty")
+
+
+@register("fused-structure")
+def _fused_structure(settings: Settings) -> Predictor:
+    from bot.predictors.joint import JointFusedPredictor
+
+    return JointFusedPredictor(cue_weight=0.0, strength=0.0, structure=True, name="fused-structure")

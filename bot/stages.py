@@ -48,10 +48,15 @@ PHASES: dict[str, str] = {
 _PHASE_OF = [(phase, re.compile(f"(?:{pattern})")) for phase, pattern in PHASES.items()]
 # Without a traceback (most reports), the prose says where it failed in a few habitual phrases.
 PROSE_PHASES: dict[str, str] = {
+    # The taxonomy's words for data and model preparation: loading or partitioning data, building or wrapping the
+    # model into the engine, loading pretrained weights, converting checkpoints before a run; and the config
+    # checks `initialize` runs.
     "preparation": r"\bconver(?:t|ts|ting|ted|sion)\b|from_pretrained|\bload(?:ing)? (?:the |a |my )?(?:pretrained|"
                    r"checkpoint|model|weights|dataset|data)\b|\bpreprocess|\binitiali[sz](?:e|ing|ation)\b|"
                    r"deepspeed\.initialize|booster\.boost|\bbuild(?:ing)? (?:the |a )?(?:model|dataset|index)|"
-                   r"zero\.Init|\b(?:creating|constructing|wrapping) (?:the |a )?model|\bbefore (?:the )?training",
+                   r"zero\.Init|\b(?:creating|constructing|wrapping) (?:the |a )?model|\bbefore (?:the )?training|"
+                   r"\bpartition(?:s|ing|ed)?\b|\bwhen loading\b|\bis not (?:equal|divisible)|\bdivisible by\b|"
+                   r"\bbatch related parameters",
     "training": r"\bduring training\b|\bafter \d+ (?:steps|iterations|epochs)|\bat (?:step|iteration) \d+|"
                 r"\btraining (?:loss|step)|\bloss (?:is|becomes|goes|spikes|diverges)|\bbackward pass|"
                 r"\boptimizer step|\bresum(?:e|ing) training|\bin the middle of training",

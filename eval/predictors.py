@@ -46,32 +46,4 @@ def _linear_without_r3(settings: Settings) -> Predictor:
 def _fused_cues(settings: Settings) -> Predictor:
     from bot.predictors.joint import JointFusedPredictor
 
-    return JointFusedPredictor(strength=0.0, name="fused-cues")
-
-
-@register("fused-joint")
-def _fused_joint(settings: Settings) -> Predictor:
-    from bot.predictors.joint import JointFusedPredictor
-
-    return JointFusedPredictor(cue_weight=0.0, name="fused-joint")
-
-
-@register("fused-joint-half")
-def _fused_joint_half(settings: Settings) -> Predictor:
-    from bot.predictors.joint import JointFusedPredictor
-
-    return JointFusedPredictor(cue_weight=0.0, strength=0.5, name="fused-joint-half")
-
-
-@register("fused-joint-penalty")
-def _fused_joint_penalty(settings: Settings) -> Predictor:
-    from bot.predictors.joint import JointFusedPredictor
-
-    return JointFusedPredictor(cue_weight=0.0, reward=False, name="fused-joint-penalty")
-
-
-@register("fused-structure")
-def _fused_structure(settings: Settings) -> Predictor:
-    from bot.predictors.joint import JointFusedPredictor
-
-    return JointFusedPredictor(cue_weight=0.0, strength=0.0, structure=True, name="fused-structure")
+    return JointFusedPredictor(cue_weight=1.0, extra_views=(), strength=0.0, name="fused-cues")

@@ -31,6 +31,18 @@ TITLE_CUES: dict[str, str] = {
     "fix_prefix": r"^\W*(?:\[?hot)?fix(?:es|ed)?\b",
 }
 _TITLE = {name: re.compile(pattern, re.IGNORECASE) for name, pattern in TITLE_CUES.items()}
+# Body cues: how a question, a request or a documentation report is phrased when the title does not say it.
+BODY_CUES: dict[str, str] = {
+    "body_question": r"\b(?:is there (?:a|an|any) (?:way|option|plan)|i (?:wonder|was wondering)|i want to know|"
+                     r"(?:could|can) (?:you|someone|anyone) (?:please )?(?:explain|tell|clarify)|what is the "
+                     r"(?:difference|purpose|meaning|reason)|how (?:can|do|should) (?:i|we)|any (?:suggestions?|"
+                     r"advice|ideas)\b|my question is)",
+    "body_request": r"\b(?:it would be (?:nice|great|helpful)|would like to (?:see|have)|please (?:add|support|"
+                    r"consider)|feature request|we propose|this pr (?:adds|introduces|supports))\b",
+    "body_docs": r"\b(?:the (?:docs?|documentation|tutorial|readme|docstring)s? (?:is|are|says?|seems?|should)|in the "
+                 r"(?:docs?|documentation|readme|tutorial)|typo)\b",
+}
+_BODY = {name: re.compile(pattern, re.IGNORECASE) for name, pattern in BODY_CUES.items()}
 
 # The section headings of the frameworks' issue and pull-request templates (DeepSpeed, Megatron-LM,
 # Colossal-AI, PyTorch-style), as the kind of template each belongs to. Matched on a heading line's words,
@@ -86,15 +98,17 @@ def title_cues(title: str) -> set[str]:
     return {name for name, rx in _TITLE.items() if rx.search(title or "")}
 
 
-CUE_NAMES: tuple[str, ...] = (*TITLE_CUES, *(f"template_{kind}" for kind in TEMPLATE_KINDS))
+CUE_NAMES: tuple[str, ...] = (*TITLE_CUES, *BODY_CUES, *(f"template_{kind}" for kind in TEMPLATE_KINDS))
 
 
-def cue_flags(titles: Sequence[str], templates: Sequence[Iterable[str]]) -> np.ndarray:
-    """One 0/1 column per cue (CUE_NAMES order): title cues, then the template kinds the body's headings showed."""
+def cue_flags(titles: Sequence[str], templates: Sequence[Iterable[str]], bodies: Sequence[str] | None = None
+              ) -> np.ndarray:
+    """One 0/1 column per cue (CUE_NAMES order): title cues, body cues, then the template kinds the body's
+    headings showed."""
     rows = np.zeros((len(titles), len(CUE_NAMES)), dtype=np.float32)
     column = {name: i for i, name in enumerate(CUE_NAMES)}
-    for row, (title, kinds) in enumerate(zip(titles, templates, strict=True)):
-        for name in title_cues(title):
+    for row, (title, kinds, body) in enumerate(zip(titles, templates, bodies or [""] * len(titles), strict=True)):
+        for name in title_cues(title) | {name for name, rx in _BODY.items() if rx.search(body)}:
             rows[row, column[name]] = 1.0
         for kind in kinds:
             if kind:

@@ -75,7 +75,8 @@ def frame_phase(function: str) -> str | None:
 def failure_tokens(failure: Failure, digests: Sequence[str] = ()) -> list[str]:
     """The structure of one failure as tokens: phases on the stack, the innermost one, the deepest framework
     frame, the exception class, the exit code and signal, and the signature digests."""
-    tokens: list[str] = []
+    shown = failure.frames or failure.exception or failure.exit_code is not None or failure.signal or digests
+    tokens: list[str] = ["failure"] if shown else []
     if failure.frames:
         tokens.append("frames")
         phases = [p for p in (frame_phase(f.function) for f in failure.frames if f.framework != "library") if p]

@@ -63,7 +63,9 @@ def test_template_headings_leave_the_embedded_text_and_become_cues() -> None:
 
 
 def test_cue_flags_put_each_cue_in_its_own_column() -> None:
-    flags = cue_flags(["How to set up fp8 training?", "[BUG] hang at step 3"], [("question",), ("bug",)])
+    flags = cue_flags(["How to set up fp8 training?", "[BUG] hang at step 3", "Pipeline stages"],
+                      [("question",), ("bug",), ()],
+                      ["", "The job stops after the first allreduce.", "Is there a way to split 30 layers unevenly?"])
     named = [{CUE_NAMES[j] for j in np.flatnonzero(row)} for row in flags]
-    assert named[0] == {"how_to", "question_mark", "template_question"}
-    assert named[1] == {"tag_bug", "template_bug"}
+    assert named == [{"how_to", "question_mark", "template_question"}, {"tag_bug", "template_bug"},
+                     {"body_question"}]

@@ -118,7 +118,7 @@ def test_an_oom_inside_colossalai_boost_is_preparation_and_out_of_memory() -> No
 
 def test_an_elastic_child_killed_by_sigkill_gives_its_exit_code_and_signal() -> None:
     found = tokens(ELASTIC_CHILD_KILLED)
-    assert {"exit:-9", "signal:SIGKILL", "signature:signal"} <= found
+    assert {"failure", "exit:-9", "signal:SIGKILL", "signature:signal"} <= found
     assert "frames" not in found
 
 
@@ -127,6 +127,11 @@ def test_an_nccl_watchdog_line_and_a_cpp_terminate_trace_are_nccl_signatures() -
     found = tokens(CPP_TERMINATE)
     assert {"signature:nccl", "exception:DistBackendError"} <= found
     assert not {t for t in found if t.startswith("phase:")}  # the watchdog thread says nothing about the phase
+
+
+def test_a_question_without_an_error_shows_no_failure_and_prose_names_the_phase() -> None:
+    found = tokens("How should I set micro-batch size when loading the pretrained weights with ZeRO-3?")
+    assert "failure" not in found and "prose:preparation" in found
 
 
 def test_frame_functions_name_their_phase() -> None:
@@ -143,4 +148,5 @@ def test_the_vocabulary_keeps_tokens_several_cases_share() -> None:
     assert "innermost:training" in vocabulary.terms and "signature:nccl" not in vocabulary.terms
     matrix = vocabulary.transform(issues)
     assert matrix.shape == (3, len(vocabulary.terms))
-    assert matrix[0].sum() == matrix[1].sum() > 0 and matrix[2].sum() == 0
+    assert matrix[0].sum() == matrix[1].sum() > 1
+    assert [vocabulary.terms[j] for j in matrix[2].indices] == ["failure"]  # the only token the watchdog shares

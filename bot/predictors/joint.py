@@ -58,7 +58,8 @@ class JointFusedPredictor(FusedLinearPredictor):
 
     def _issues_matrices(self, vectors: np.ndarray, issues: list[NormalisedIssue]) -> dict[str, sparse.csr_matrix]:
         matrices = self._matrices(vectors, [i.text for i in issues], [i.title for i in issues])
-        cues = sparse.csr_matrix(cue_flags([i.title for i in issues], [i.templates for i in issues]))
+        cues = sparse.csr_matrix(cue_flags([i.title for i in issues], [i.templates for i in issues],
+                                           [i.body for i in issues]))
         if self.cue_weight:
             for view in ("title", "words"):
                 matrices[view] = sparse.hstack([matrices[view], cues * self.cue_weight], format="csr")

@@ -1,7 +1,7 @@
 """Which views and which decoding for kind, stage and symptom: every combination scored on one fit per fold.
 
 For each fold of the task's grouped cross-validation (the first `--repeats` repetitions, the same folds as
-`python -m eval run --task ...`), fits `linear-joint`'s views once: the four views of `linear-fused`, the cue view
+`python -m eval run --task ...`), fits `linear-structured`'s views once: the four views of `linear-fused`, the cue view
 and the structure view (no calibration: the top label does not depend on it). Then it scores, on those same
 predictions, the fusion of every set of extra views, under every joint decoding (off, on kind alone, on all
 three), and, with `--stacking`, a logistic regression per axis on the views' log
@@ -31,8 +31,9 @@ from threadpoolctl import threadpool_limits
 from bot.engine import build_training_set, make_queries
 from bot.joint import JOINT_AXES, JointDecoder
 from bot.normalise import normalise
-from bot.predictors.fused import VIEWS, fuse
-from bot.predictors.joint import EXTRA_VIEWS, JointFusedPredictor, fuse_weighted
+from bot.predictors.base import normalise_distribution
+from bot.predictors.fused import FLOOR, VIEWS, fuse
+from bot.predictors.structured import EXTRA_VIEWS, StructuredPredictor
 from bot.settings import Settings
 from bot.taxonomy import load_taxonomy
 from eval.cli import load_settings
@@ -46,6 +47,16 @@ INNER_FOLDS = 3
 WEIGHTS = (0.5, 1.0)  # an extra view's exponent on top of the base views' geometric mean (None: one mean of all)
 # (strength, axes whose joint marginal is taken): off; kind read off the joint (kind gates, not gated); all three
 JOINTS = ((0.0, ()), (0.5, ("kind",)), (1.0, ("kind",)), (0.25, JOINT_AXES))
+# Each extra view where it speaks: the cues say what kind of report it is, the failure's structure where and how
+# the run failed.
+PER_AXIS = {
+    "kind +cues+structure, stage +structure, symptom +structure": {
+        "kind": ("cues", "structure"), "stage": ("structure",), "symptom": ("structure",)},
+    "kind +cues, stage +structure, symptom +structure": {
+        "kind": ("cues",), "stage": ("structure",), "symptom": ("structure",)},
+    "kind +cues+structure, stage +structure, symptom +cues+structure": {
+        "kind": ("cues", "structure"), "stage": ("structure",), "symptom": ("cues", "structure")},
+}
 ERRORS = {"stage": ("data_model_preparation", "training"), "kind": ("usage_question", "bug_report")}
 Dists = dict[str, list[dict[str, float]]]  # axis -> one distribution per test record
 
@@ -56,7 +67,7 @@ def fold_predictions(split: Split, settings: Settings, stacking: bool) -> dict[s
         taxonomy = load_taxonomy(settings.taxonomy)
         embedder = make_embedder(settings)
         training, _ = build_training_set(split.train, taxonomy, embedder, settings.use_silver)
-        predictor = JointFusedPredictor(extra_views=EXTRA_VIEWS, strength=1.0)
+        predictor = StructuredPredictor(axis_views=dict.fromkeys(JOINT_AXES, EXTRA_VIEWS), strength=1.0)
         predictor.fit(training)
         normalised = [normalise(c) for c in split.test]
         queries = make_queries(training.index, normalised, embedder.embed([n.text for n in normalised]), 5)
@@ -77,7 +88,7 @@ def stacked(training: Any, queries: list[Any], test_views: dict[str, list[dict[s
     inner: dict[str, list[dict[str, dict[str, float]]]] = {v: [{}] * rows for v in test_views}
     for fit_rows, held in KFold(INNER_FOLDS, shuffle=True, random_state=0).split(np.arange(rows)):
         part = training.subset(fit_rows)
-        model = JointFusedPredictor(extra_views=EXTRA_VIEWS)
+        model = StructuredPredictor(axis_views=dict.fromkeys(JOINT_AXES, EXTRA_VIEWS))
         model.fit(part)
         held_queries = make_queries(part.index, [normalise(training.index.cases[i]) for i in held],
                                     training.index.vectors[held], 5)
@@ -96,21 +107,36 @@ def stacked(training: Any, queries: list[Any], test_views: dict[str, list[dict[s
     return out
 
 
+def fuse_weighted(base: list[dict[str, float]], extra: list[dict[str, float]], weight: float) -> dict[str, float]:
+    """The base views' geometric mean times each extra view raised to `weight`, renormalised (at weight 1 an extra
+    view is evidence of its own on top of the base, not one vote among the views)."""
+    labels = tuple(base[0])
+    logs = np.mean([[np.log(max(d[label], FLOOR)) for label in labels] for d in base], axis=0)
+    for dist in extra:
+        logs = logs + weight * np.log(np.maximum([dist[label] for label in labels], FLOOR))
+    scores = np.exp(logs - logs.max())
+    return normalise_distribution(dict(zip(labels, scores.tolist(), strict=True)), labels)
+
+
 def log_features(per_view: dict[str, list[dict[str, dict[str, float]]]], rows: Any, axis: str,
                  labels: tuple[str, ...]) -> np.ndarray:
     """One row per record: every view's log probability of every label."""
     return np.log(np.maximum([[per_view[v][i][axis][lab] for v in per_view for lab in labels] for i in rows], 1e-9))
 
 
-def decode(fold: dict[str, Any], extra: tuple[str, ...], weight: float | None, strength: float,
-           joint_axes: tuple[str, ...]) -> Dists:
-    """Fuse the views (one geometric mean, or the extra views at `weight` on top), then decode jointly."""
+def decode(fold: dict[str, Any], extra: tuple[str, ...] | dict[str, tuple[str, ...]], weight: float | None,
+           strength: float, joint_axes: tuple[str, ...]) -> Dists:
+    """Fuse the views (one geometric mean, or the extra views at `weight` on top), then decode jointly. `extra`
+    may name the extra views per axis."""
     rows = range(len(fold["ids"]))
+    per_axis = extra if isinstance(extra, dict) else dict.fromkeys(JOINT_AXES, extra)
     if weight is None:
-        fused = [{a: fuse([fold["views"][v][a][i] for v in (*VIEWS, *extra)]) for a in JOINT_AXES} for i in rows]
+        fused = [{a: fuse([fold["views"][v][a][i] for v in (*VIEWS, *per_axis[a])]) for a in JOINT_AXES}
+                 for i in rows]
     else:
-        fused = [{a: fuse_weighted([fold["views"][v][a][i] for v in VIEWS], [fold["views"][v][a][i] for v in extra],
-                                   weight) for a in JOINT_AXES} for i in rows]
+        fused = [{a: fuse_weighted([fold["views"][v][a][i] for v in VIEWS],
+                                   [fold["views"][v][a][i] for v in per_axis[a]], weight) for a in JOINT_AXES}
+                 for i in rows]
     return apply_decoder(fold, fused, strength, joint_axes)
 
 
@@ -181,6 +207,9 @@ def main() -> None:
                         f"joint={strength} on {','.join(joint_axes) or '-'}")
                 dists = [decode(f, extra, weight, strength, joint_axes) for f in folds]
                 results[name] = score(samples_of(folds, dists), baseline, taxonomy)
+    for label, per_axis in PER_AXIS.items():
+        dists = [decode(f, per_axis, None, 0.0, ()) for f in folds]
+        results[f"views per axis: {label}"] = score(samples_of(folds, dists), baseline, taxonomy)
     if args.stacking:
         for strength, joint_axes in JOINTS:
             dists = [apply_decoder(f, [{a: f["stacked"][a][i] for a in JOINT_AXES} for i in range(len(f["ids"]))],

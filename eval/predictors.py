@@ -41,9 +41,9 @@ def _linear_without_r3(settings: Settings) -> Predictor:
     return WithoutSource(LinearPredictor(), ROUND_3, "linear-without-r3")
 
 
-# The parts of `linear-joint` one at a time, to measure what each adds (README, "Accuracy").
+# `linear-structured`'s cues put in the title and word views instead of a view of their own (README, "Accuracy").
 @register("fused-cues")
 def _fused_cues(settings: Settings) -> Predictor:
-    from bot.predictors.joint import JointFusedPredictor
+    from bot.predictors.structured import StructuredPredictor
 
-    return JointFusedPredictor(cue_weight=1.0, extra_views=(), strength=0.0, name="fused-cues")
+    return StructuredPredictor(cue_weight=1.0, axis_views={}, name="fused-cues")

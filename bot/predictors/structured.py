@@ -1,17 +1,20 @@
-"""`linear-fused` with the cues a maintainer reads first, and kind, stage and symptom decided together.
+"""`linear-fused` with two more views, each fused only on the axes it speaks to:
 
-- **Cues** (bot/cues.py): the title's question words and template tags and the kind of issue template the body
-  followed, as 0/1 columns beside the title's character n-grams and beside the word n-grams.
-- **Structure** (bot/stages.py): a fifth view, its own logistic regression per axis on the cues and the failure's
-  structure (the phases of the run on the traceback, the innermost one, the deepest framework frame, the
-  exception class, exit code, signal and shared signature digests).
-- **Joint decoding** (bot/joint.py): the fused distributions of kind, stage and symptom multiplied by the
-  label-pair compatibility tables learned on the training cases; each axis takes its marginal.
+- **cues** (bot/cues.py): the title's question words and template tags, how the body phrases a question, a
+  request or a docs report, and the kind of issue template it followed; a logistic regression per axis on these
+  0/1 columns, fused on **kind** (what sort of report it is).
+- **structure** (bot/stages.py): the failure's structure (the phases of the run on the traceback's frames, the
+  innermost one, the deepest framework frame, the exception class, exit code, signal, shared signature digests,
+  whether any failure is shown, the prose's phase phrases); fused on **kind, stage and symptom**.
 
-Measured against `linear-fused` on the task's repeated, grouped folds (README, "Accuracy").
+Root cause and fix pattern keep `linear-fused`'s four views. Optionally (off here: it lost, README "Accuracy"),
+joint decoding of kind, stage and symptom with label-pair compatibility tables (bot/joint.py).
+Chosen by the paired table against `linear-fused` on the task's repeated, grouped folds (README, "Accuracy").
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 from scipy import sparse
@@ -29,29 +32,32 @@ from bot.predictors.base import (
     Query,
     State,
     TrainingSet,
-    normalise_distribution,
     register,
 )
-from bot.predictors.fused import FLOOR, VIEWS, FusedLinearPredictor
+from bot.predictors.fused import VIEWS, FusedLinearPredictor, fuse
 from bot.settings import AXES, Settings
 from bot.stages import StructureVocabulary
 
 EXTRA_C = 1.0  # the extra views hold few, strong 0/1 columns: a stronger prior than the n-gram views' C
 EXTRA_VIEWS = ("cues", "structure")
+# Each extra view where it speaks: the cues say what kind of report it is, the failure's structure where and how
+# the run failed (bench/label_views.py measures the alternatives).
+AXIS_VIEWS: dict[str, tuple[str, ...]] = {"kind": ("cues", "structure"), "stage": ("structure",),
+                                          "symptom": ("structure",)}
 
 
-class JointFusedPredictor(FusedLinearPredictor):
-    """The four fused views, optional cue and structure views, and joint decoding of kind, stage and symptom."""
+class StructuredPredictor(FusedLinearPredictor):
+    """The four fused views, plus the cue and structure views on the axes they speak to."""
 
-    name = "linear-joint"
+    name = "linear-structured"
 
     def __init__(self, c: float = 2.0, flag_weight: float = 0.5, cue_weight: float = 0.0,
-                 extra_views: tuple[str, ...] = EXTRA_VIEWS, extra_weight: float | None = None,
-                 strength: float = 1.0, smoothing: float = 1.0, reward: bool = True, name: str | None = None) -> None:
+                 axis_views: Mapping[str, tuple[str, ...]] = AXIS_VIEWS, strength: float = 0.0,
+                 smoothing: float = 1.0, reward: bool = True, name: str | None = None) -> None:
         super().__init__(c, flag_weight)
         self.cue_weight = cue_weight  # > 0: the cue columns also join the title and word views
-        self.extra_views = tuple(v for v in EXTRA_VIEWS if v in extra_views)
-        self.extra_weight = extra_weight  # None: one geometric mean over all views; else see fuse_weighted
+        self.axis_views = {axis: tuple(v for v in EXTRA_VIEWS if v in views) for axis, views in axis_views.items()}
+        self.extra_views = tuple(v for v in EXTRA_VIEWS if any(v in views for views in self.axis_views.values()))
         self._vocabulary = StructureVocabulary()
         self._decoder = JointDecoder(strength, smoothing, reward)
         self.name = name or self.name
@@ -97,14 +103,9 @@ class JointFusedPredictor(FusedLinearPredictor):
     def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:
         if not queries:
             return []
-        matrices = self._issues_matrices(np.vstack([q.vector for q in queries]), [q.issue for q in queries])
-        if self.extra_weight is None:
-            fused = self._fuse_views(matrices, len(queries))
-        else:
-            views = {view: models.predict(matrices[view], len(queries)) for view, models in self._models.items()}
-            fused = [{axis: fuse_weighted([views[v][i][axis] for v in VIEWS],
-                                          [views[v][i][axis] for v in self.extra_views], self.extra_weight)
-                      for axis in AXES} for i in range(len(queries))]
+        views = self.view_distributions(queries)
+        fused = [{axis: fuse([views[v][i][axis] for v in (*VIEWS, *self.axis_views.get(axis, ()))]) for axis in AXES}
+                 for i in range(len(queries))]
         return [self._decoder.decode(dist) for dist in fused]
 
     @property
@@ -125,22 +126,12 @@ class JointFusedPredictor(FusedLinearPredictor):
     def describe(self) -> dict[str, object]:
         decoder = self._decoder
         return {**super().describe(), "name": self.name, "views": [*VIEWS, *self.extra_views],
-                "cue_weight": self.cue_weight, "extra_C": EXTRA_C, "extra_weight": self.extra_weight,
+                "axis_views": {axis: list(v) for axis, v in sorted(self.axis_views.items())},
+                "cue_weight": self.cue_weight, "extra_C": EXTRA_C,
                 "joint": {"axes": list(JOINT_AXES), "strength": decoder.strength, "smoothing": decoder.smoothing,
                           "reward": decoder.reward}}
 
 
-def fuse_weighted(base: list[dict[str, float]], extra: list[dict[str, float]], weight: float) -> dict[str, float]:
-    """The base views' geometric mean times each extra view raised to `weight`, renormalised: at weight 1 an extra
-    view is evidence of its own (a likelihood ratio on top of the base), not one vote among the n-gram views."""
-    labels = tuple(base[0])
-    logs = np.mean([[np.log(max(d[label], FLOOR)) for label in labels] for d in base], axis=0)
-    for dist in extra:
-        logs = logs + weight * np.log(np.maximum([dist[label] for label in labels], FLOOR))
-    scores = np.exp(logs - logs.max())
-    return normalise_distribution(dict(zip(labels, scores.tolist(), strict=True)), labels)
-
-
-@register("linear-joint")
-def _linear_joint(settings: Settings) -> JointFusedPredictor:
-    return JointFusedPredictor()
+@register("linear-structured")
+def _linear_structured(settings: Settings) -> StructuredPredictor:
+    return StructuredPredictor()

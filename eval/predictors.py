@@ -40,10 +40,3 @@ class WithoutSource(Predictor):
 def _linear_without_r3(settings: Settings) -> Predictor:
     return WithoutSource(LinearPredictor(), ROUND_3, "linear-without-r3")
 
-
-# `linear-structured`'s cues put in the title and word views instead of a view of their own (README, "Accuracy").
-@register("fused-cues")
-def _fused_cues(settings: Settings) -> Predictor:
-    from bot.predictors.structured import StructuredPredictor
-
-    return StructuredPredictor(cue_weight=1.0, axis_views={}, name="fused-cues")

@@ -83,7 +83,7 @@ def test_silver_guesses_teach_only_when_allowed(taxonomy: Taxonomy) -> None:
 
 
 @pytest.mark.parametrize("name", ["linear", "linear-title", "linear-fused", "linear-structured", "default",
-                                  "linear-without-r3", "fused-cues"])
+                                  "linear-without-r3"])
 def test_a_stored_predictor_predicts_exactly_as_the_fitted_one(taxonomy: Taxonomy, name: str) -> None:
     from eval import predictors as _eval_predictors  # noqa: F401  (registers linear-without-r3)
 

@@ -51,11 +51,9 @@ class StructuredPredictor(FusedLinearPredictor):
 
     name = "linear-structured"
 
-    def __init__(self, c: float = 2.0, flag_weight: float = 0.5, cue_weight: float = 0.0,
-                 axis_views: Mapping[str, tuple[str, ...]] = AXIS_VIEWS, strength: float = 0.0,
-                 smoothing: float = 1.0, reward: bool = True, name: str | None = None) -> None:
+    def __init__(self, c: float = 2.0, flag_weight: float = 0.5, axis_views: Mapping[str, tuple[str, ...]] = AXIS_VIEWS,
+                 strength: float = 0.0, smoothing: float = 1.0, reward: bool = True, name: str | None = None) -> None:
         super().__init__(c, flag_weight)
-        self.cue_weight = cue_weight  # > 0: the cue columns also join the title and word views
         self.axis_views = {axis: tuple(v for v in EXTRA_VIEWS if v in views) for axis, views in axis_views.items()}
         self.extra_views = tuple(v for v in EXTRA_VIEWS if any(v in views for views in self.axis_views.values()))
         self._vocabulary = StructureVocabulary()
@@ -64,13 +62,9 @@ class StructuredPredictor(FusedLinearPredictor):
 
     def _issues_matrices(self, vectors: np.ndarray, issues: list[NormalisedIssue]) -> dict[str, sparse.csr_matrix]:
         matrices = self._matrices(vectors, [i.text for i in issues], [i.title for i in issues])
-        cues = sparse.csr_matrix(cue_flags([i.title for i in issues], [i.templates for i in issues],
-                                           [i.body for i in issues]))
-        if self.cue_weight:
-            for view in ("title", "words"):
-                matrices[view] = sparse.hstack([matrices[view], cues * self.cue_weight], format="csr")
         if "cues" in self.extra_views:
-            matrices["cues"] = cues
+            matrices["cues"] = sparse.csr_matrix(cue_flags([i.title for i in issues], [i.templates for i in issues],
+                                                           [i.body for i in issues]))
         if "structure" in self.extra_views:
             matrices["structure"] = self._vocabulary.transform(issues)
         return matrices
@@ -127,7 +121,7 @@ class StructuredPredictor(FusedLinearPredictor):
         decoder = self._decoder
         return {**super().describe(), "name": self.name, "views": [*VIEWS, *self.extra_views],
                 "axis_views": {axis: list(v) for axis, v in sorted(self.axis_views.items())},
-                "cue_weight": self.cue_weight, "extra_C": EXTRA_C,
+                "extra_C": EXTRA_C,
                 "joint": {"axes": list(JOINT_AXES), "strength": decoder.strength, "smoothing": decoder.smoothing,
                           "reward": decoder.reward}}
 

@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 ENGINE_VERSION = "3"
 # Fitted models are cached; a change to any code that shapes them makes the cached copies stale.
 FITTING_CODE = ("predictors/*.py", "features.py", "normalise.py", "policy.py", "engine.py", "tracebacks.py",
-                "frames.py", "exits.py", "log_lines.py", "canonical.py", "signatures.py", "fitted.py")
+                "frames.py", "exits.py", "log_lines.py", "canonical.py", "signatures.py", "fitted.py", "cues.py",
+                "joint.py", "stages.py")
 CALIBRATION_FOLDS = 5
 # Libraries whose versions can change a fitted model or an embedding: part of every cache key and pack.
 VERSIONED_PACKAGES = ("ddl-triage", "numpy", "scikit-learn", "scipy", "sentence-transformers", "torch",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from bot.cues import template_heading
 from bot.domain import EnvironmentFacts, ErrorSignature, Issue
 from bot.signatures import failure_signatures
 from bot.tracebacks import Failure, parse_failure
@@ -22,6 +23,10 @@ BOILERPLATE = re.compile(
     r"if applicable,? add screenshots.*|"
     r"add any other context about the problem here\.?|"
     r"please (?:complete|run|provide|include|describe|paste|make sure) .*|"
+    r"steps to reproduce the behaviou?r\. the easier .*|"
+    r"if applicable,? add (?:the )?(?:stack trace|logs|screenshots).*|"
+    r"ask a clear and concise question .*|"
+    r"add any other context (?:or screenshots )?about the (?:problem|feature request) here\.?|"
     r"(?:- )?\[[ x]\] .*(?:searched|read|checked|agree).*|"
     r"\*\*(?:screenshots|additional context|system info.*?)\*\*:?|"
     r"#+ ?(?:screenshots|additional context)|"
@@ -53,6 +58,7 @@ class NormalisedIssue:
     environment: EnvironmentFacts
     failure: Failure = field(default_factory=Failure)  # frames, final exception, exit code, signal, rank
     signatures: tuple[ErrorSignature, ...] = ()  # its canonical error signatures (bot/signatures.py)
+    templates: tuple[str, ...] = ()  # kinds of issue template whose headings the body carried (bot/cues.py)
 
     @property
     def digests(self) -> tuple[str, ...]:
@@ -69,7 +75,7 @@ class NormalisedIssue:
 def normalise(issue: Issue, max_chars: int = MAX_BODY_CHARS) -> NormalisedIssue:
     """Normalise one issue for embedding, classification and prompting."""
     body = HTML_COMMENT.sub("", _clip(issue.body or ""))
-    lines = _drop_boilerplate(body.replace("\r\n", "\n").split("\n"))
+    lines, templates = _drop_template_headings(_drop_boilerplate(body.replace("\r\n", "\n").split("\n")))
     lines = _drop_empty_sections(_dedupe_log_lines(lines))
     signal = tuple(_signal_lines(lines))
     text = "\n".join(lines).strip()
@@ -79,7 +85,7 @@ def normalise(issue: Issue, max_chars: int = MAX_BODY_CHARS) -> NormalisedIssue:
     failure = parse_failure(f"{title}\n{body}")  # the title first: the body's traceback is the final word
     return NormalisedIssue(title=title, body=text, signal=signal,
                            environment=extract_environment(f"{title}\n{issue.body or ''}", issue.repo),
-                           failure=failure, signatures=failure_signatures(failure))
+                           failure=failure, signatures=failure_signatures(failure), templates=templates)
 
 
 def _clip(body: str) -> str:
@@ -92,6 +98,20 @@ def _clip(body: str) -> str:
 
 def _drop_boilerplate(lines: list[str]) -> list[str]:
     return [line.rstrip() for line in lines if not BOILERPLATE.match(line)]
+
+
+def _drop_template_headings(lines: list[str]) -> tuple[list[str], tuple[str, ...]]:
+    """Drop the issue templates' section headings (the same in every report of a repository, they pull
+    unrelated reports together in the embedding); keep the kinds of template they showed, in order."""
+    kept: list[str] = []
+    kinds: list[str] = []
+    for line in lines:
+        kind = template_heading(line)
+        if kind is None:
+            kept.append(line)
+        elif kind and kind not in kinds:
+            kinds.append(kind)
+    return kept, tuple(kinds)
 
 
 def _dedupe_log_lines(lines: list[str]) -> list[str]:

@@ -67,6 +67,11 @@ def run(
     jobs: Annotated[int, typer.Option(
         help="Worker processes (default: CPU count, at most 8). Same numbers at any value.")] = 0,
     fit_cache: Annotated[bool, typer.Option(help="Reuse fitted predictors cached by content.")] = True,
+    baseline: Annotated[str | None, typer.Option(
+        help="The predictor every other one is compared with in the paired table (default: linear).")] = None,
+    calibrate: Annotated[bool, typer.Option(
+        help="Calibrate each fold's confidences (5 more fits per fold). --no-calibrate keeps accuracy, macro-F1 "
+             "and the paired table, for cheap exploration; coverage, ECE and Brier then mean nothing.")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
     """Cross-validate (or transfer) every predictor and write results.json, report.md and plots."""
@@ -77,7 +82,8 @@ def run(
     settings = load_settings()
     config = build_config(settings, task=task, dataset=dataset, extra_cases=extra_cases,
                           no_extra_cases=no_extra_cases, train_on=train_on, predictors=predictors, folds=folds,
-                          seed=seed, bootstrap=bootstrap, fit_cache=fit_cache, repeats=repeats)
+                          seed=seed, bootstrap=bootstrap, fit_cache=fit_cache, repeats=repeats,
+                          baseline=baseline, calibrate=calibrate)
     total = count_jobs(config)
     workers = max(1, min(jobs or min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS), total))
     with Reporter(total, enabled=not quiet) as reporter:
@@ -94,7 +100,8 @@ def run(
 def build_config(settings: Settings, *, task: str | None, dataset: list[Path] | None,
                  extra_cases: list[Path] | None, no_extra_cases: bool, train_on: list[Path] | None,
                  predictors: str | None, folds: int | None, seed: int | None, bootstrap: int | None,
-                 fit_cache: bool, repeats: int | None = None) -> RunConfig:
+                 fit_cache: bool, repeats: int | None = None, baseline: str | None = None,
+                 calibrate: bool = True) -> RunConfig:
     """The RunConfig of a definition (if any) with the command-line flags applied on top."""
     overrides: dict[str, Any] = {}
     if dataset:
@@ -105,10 +112,11 @@ def build_config(settings: Settings, *, task: str | None, dataset: list[Path] | 
         overrides["train_on"] = tuple(train_on)
     if predictors:
         overrides["predictors"] = tuple(p.strip() for p in predictors.split(",") if p.strip())
-    for key, value in {"folds": folds, "seed": seed, "bootstrap_resamples": bootstrap, "repeats": repeats}.items():
+    for key, value in {"folds": folds, "seed": seed, "bootstrap_resamples": bootstrap, "repeats": repeats,
+                       "baseline": baseline}.items():
         if value is not None:
             overrides[key] = value
-    names = overrides.get("predictors", ())
+    names = (*overrides.get("predictors", ()), *([baseline] if baseline else []))
     if unknown := [n for n in names if n not in predictor_names()]:
         raise ConfigError(f"unknown predictors {unknown}; choose from {predictor_names()} (--predictors)")
     if "llm" in names and not settings.llm:
@@ -116,15 +124,23 @@ def build_config(settings: Settings, *, task: str | None, dataset: list[Path] | 
     try:
         if task:
             base = task_config(load_task(task), settings.data_dir, bool(settings.llm))
-            merged = {**base.model_dump(), **overrides, "overrides": tuple(sorted(overrides)), "fit_cache": fit_cache}
-            return RunConfig.model_validate(merged)
+            merged = {**base.model_dump(), **overrides, "overrides": tuple(sorted(overrides)), "fit_cache": fit_cache,
+                      "calibrate": calibrate}
+            return _with_baseline(RunConfig.model_validate(merged))
         if not dataset:
             raise ConfigError("give --dataset PATH (a gold JSONL file) or --task NAME (python -m eval ls)")
-        return RunConfig.model_validate({"predictors": default_predictors(bool(settings.llm)), **overrides,
-                                         "fit_cache": fit_cache})
+        return _with_baseline(RunConfig.model_validate({"predictors": default_predictors(bool(settings.llm)),
+                                                        **overrides, "fit_cache": fit_cache, "calibrate": calibrate}))
     except ValidationError as exc:
         err = exc.errors()[0]
         raise ConfigError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+
+
+def _with_baseline(config: RunConfig) -> RunConfig:
+    """The baseline runs beside the others: added first to the predictors when not named among them."""
+    if config.baseline in config.predictors:
+        return config
+    return config.model_copy(update={"predictors": (config.baseline, *config.predictors)})
 
 
 def _say_skipped(evaluation: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ class Job:
     settings: Settings
     hashes: dict[str, str]  # case id -> sha256 of the text the engine embeds
     fit_cache: bool
+    calibrate: bool = True
 
 
 @dataclass
@@ -65,7 +66,7 @@ def run_job(job: Job, embedder: Embedder | None = None, progress: Progress | Non
 def _fit_and_predict(job: Job, embedder: Embedder, progress: Progress | None) -> JobOutput:
     clock = time.monotonic()
     engine = fit_engine(job.settings, job.split.train, embedder=embedder, predictor_name=job.predictor,
-                        taxonomy=load_taxonomy(job.settings.taxonomy), calibrate=True, use_cache=job.fit_cache,
+                        taxonomy=load_taxonomy(job.settings.taxonomy), calibrate=job.calibrate, use_cache=job.fit_cache,
                         progress=progress)
     fitted = time.monotonic()
     results = engine.triage_many(job.split.test, progress=progress)

@@ -39,3 +39,4 @@ class WithoutSource(Predictor):
 @register("linear-without-r3")
 def _linear_without_r3(settings: Settings) -> Predictor:
     return WithoutSource(LinearPredictor(), ROUND_3, "linear-without-r3")
+

@@ -40,9 +40,6 @@ class Context:
     jobs: JobRunner
 
 
-REFERENCE_PREDICTOR = "linear"  # the paired table compares every predictor with it
-
-
 def count_jobs(config: RunConfig) -> int:
     """Fit-and-predict jobs of a run, for the progress bar (a framework split counts as its folds)."""
     per_dataset = 1 if config.mode == "transfer" else config.folds * config.repeats
@@ -137,8 +134,8 @@ def evaluate_datasets(ctx: Context, datasets: tuple[Path, ...]) -> dict[str, obj
         "leakage": leakage,
         "shared_labels": None if allowed is None else {axis: sorted(v) for axis, v in allowed.items()},
         "predictors": summaries,
-        "paired": {"reference": REFERENCE_PREDICTOR,
-                   "comparisons": compare_all(samples, REFERENCE_PREDICTOR, ctx.taxonomy, seed=config.seed,
+        "paired": {"reference": config.baseline,
+                   "comparisons": compare_all(samples, config.baseline, ctx.taxonomy, seed=config.seed,
                                               resamples=config.bootstrap_resamples)},
         "slices": slice_scores(samples, ctx.taxonomy) if config.mode == "cv" else {},
     }
@@ -167,7 +164,7 @@ def _summary(loaded: Sequence[LoadedSet]) -> dict[str, object]:
 def run_jobs(ctx: Context, dataset: str, splits: Sequence[Split], hashes: dict[str, str]
              ) -> dict[str, list[JobOutput]]:
     """Every predictor on every split; outputs grouped by predictor, in fold order."""
-    jobs = [Job(name, split, ctx.settings, hashes, ctx.config.fit_cache)
+    jobs = [Job(name, split, ctx.settings, hashes, ctx.config.fit_cache, ctx.config.calibrate)
             for name in ctx.config.predictors for split in splits]
     running = "one at a time" if ctx.jobs.workers == 1 else f"{ctx.jobs.workers} at a time"
     ctx.reporter.status(f"{dataset}: {len(jobs)} fit-and-predict jobs, {running}")

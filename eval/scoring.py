@@ -147,6 +147,7 @@ def score_samples(samples: Sequence[Sample], taxonomy: Taxonomy, thresholds: dic
         correct = [g == p for g, p in zip(view.gold, view.predicted, strict=True)]
         scores[axis] = {
             **base, **metrics, "repeats": len(per_repeat), "per_repeat": spread,
+            "errors": error_counts([axis_view(r, axis, taxonomy, labels) for r in repeats.values()]),
             "mean": {k: round(float(np.nanmean(v)), 4) for k, v in spread.items()},
             "sd": {k: round(float(np.nanstd(v, ddof=1)) if len(v) > 1 else 0.0, 4) for k, v in spread.items()},
             "reliability": reliability_bins(view.confidence, correct),
@@ -154,6 +155,12 @@ def score_samples(samples: Sequence[Sample], taxonomy: Taxonomy, thresholds: dic
         if axis in BUG_REPORT_ONLY:
             scores[axis]["none_apart"] = none_apart(first, axis)
     return scores
+
+
+def error_counts(views: Sequence[AxisView]) -> list[tuple[str, str, int]]:
+    """(gold, predicted top label, count) of every wrong answer, summed over the repetitions, most frequent first."""
+    counts = Counter((g, p) for view in views for g, p in zip(view.gold, view.predicted, strict=True) if g != p)
+    return [(gold, predicted, n) for (gold, predicted), n in sorted(counts.items(), key=lambda x: (-x[1], x[0]))]
 
 
 def none_apart(samples: Sequence[Sample], axis: str) -> dict[str, object]:

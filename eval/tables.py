@@ -116,9 +116,11 @@ def slice_tables(evaluation: Mapping[str, Any]) -> list[Table]:
 
 
 def all_tables(evaluation: Mapping[str, Any]) -> list[Table]:
+    from eval.confusions import error_tables  # it builds on this module's Table
+
     paired = paired_table(evaluation)
     return [repeated_table(evaluation), *([paired] if paired else []), calibration_table(evaluation),
-            *slice_tables(evaluation)]
+            *error_tables(evaluation), *slice_tables(evaluation)]
 
 
 def export_tables(evaluation: Mapping[str, Any], out: Path, stem: str) -> list[str]:

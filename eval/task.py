@@ -16,6 +16,7 @@ from eval.metrics import BOOTSTRAP_RESAMPLES
 
 TASKS_DIR = Path(__file__).resolve().parent / "tasks"
 BASELINE_PREDICTORS = ("majority", "tfidf", "knn", "linear", "default")
+DEFAULT_BASELINE = "linear"
 LLM_PREDICTOR = "llm"
 # When `run` is given no --extra-cases, a dataset named here gets these files of its own directory
 # added to every fold's case base (how the README figures are defined).
@@ -71,6 +72,10 @@ class RunConfig(_Strict):
     near_duplicate_cosine: float = NEAR_DUPLICATE_COSINE
     bootstrap_resamples: int = Field(default=BOOTSTRAP_RESAMPLES, ge=100)
     fit_cache: bool = True
+    baseline: str = DEFAULT_BASELINE  # the paired table compares every other predictor with it
+    # False: no calibration cross-validation (a sixth of the fitting): accuracy, macro-F1 and the paired
+    # table are unchanged, confidences are uncalibrated, so coverage, ECE and Brier mean nothing.
+    calibrate: bool = True
 
     @property
     def mode(self) -> str:

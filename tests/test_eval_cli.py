@@ -104,6 +104,24 @@ def test_run_writes_results_report_and_plots_and_reruns_to_the_same_numbers(made
     assert metrics_of(tmp_path / "b") == metrics_of(out)
 
 
+def test_a_named_baseline_runs_beside_the_others_and_every_comparison_is_against_it(made_up_dataset: Path,
+                                                                                     tmp_path: Path) -> None:
+    done = run_eval("run", "--dataset", str(made_up_dataset), "--folds", "2", "--predictors", "majority,linear",
+                    "--baseline", "knn", "--no-calibrate", "--quiet", "--out", str(tmp_path / "out"),
+                    state=tmp_path / "state")
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["config"]["baseline"] == "knn" and results["config"]["calibrate"] is False
+    evaluation = results["evaluations"][0]
+    assert list(evaluation["predictors"]) == ["knn", "majority", "linear"]
+    assert evaluation["paired"]["reference"] == "knn"
+    assert set(evaluation["paired"]["comparisons"]) == {"majority", "linear"}
+    errors = evaluation["predictors"]["majority"]["axes"]["symptom"]["errors"]
+    assert errors and all(gold != predicted and n > 0 for gold, predicted, n in errors)
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "Paired comparison with `knn`" in report and "Most frequent symptom errors" in report
+
+
 def test_run_with_nothing_to_test_says_how_to_fix_it(tmp_path: Path) -> None:
     done = run_eval("run", "--out", str(tmp_path / "o"), state=tmp_path)
     assert done.returncode == 1

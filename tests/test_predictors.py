@@ -10,6 +10,7 @@ from bot.predictors.base import AxisDistributions, Predictor, Query, TrainingSet
 from bot.predictors.fused import FusedLinearPredictor, fuse
 from bot.predictors.knn import KnnPredictor
 from bot.predictors.linear import LinearPredictor
+from bot.predictors.structured import StructuredPredictor
 from bot.retrieval import CaseIndex
 from bot.settings import AXES, Settings
 from bot.taxonomy import Taxonomy
@@ -55,8 +56,9 @@ def fit_and_predict_oom_and_hang(predictor: Predictor, taxonomy: Taxonomy) -> li
                                     _query(data, "collective timeout, the job hangs", [0, 1, 0, 0])])
 
 
-@pytest.mark.parametrize("predictor", [KnnPredictor(k=5), LinearPredictor(), FusedLinearPredictor()],
-                         ids=["knn", "linear", "linear-fused"])
+@pytest.mark.parametrize("predictor", [KnnPredictor(k=5), LinearPredictor(), FusedLinearPredictor(),
+                                       StructuredPredictor()],
+                         ids=["knn", "linear", "linear-fused", "linear-structured"])
 def test_predictors_recover_separable_labels(taxonomy: Taxonomy, predictor) -> None:  # type: ignore[no-untyped-def]
     oom, hang = fit_and_predict_oom_and_hang(predictor, taxonomy)
     assert max(oom["symptom"], key=oom["symptom"].get) == "out_of_memory"
@@ -80,7 +82,8 @@ def test_silver_guesses_teach_only_when_allowed(taxonomy: Taxonomy) -> None:
     assert TrainingSet.build(index, [""], taxonomy, use_silver=False).targets["root_cause"] == [None]
 
 
-@pytest.mark.parametrize("name", ["linear", "linear-title", "linear-fused", "default", "linear-without-r3"])
+@pytest.mark.parametrize("name", ["linear", "linear-title", "linear-fused", "linear-structured", "default",
+                                  "linear-without-r3"])
 def test_a_stored_predictor_predicts_exactly_as_the_fitted_one(taxonomy: Taxonomy, name: str) -> None:
     from eval import predictors as _eval_predictors  # noqa: F401  (registers linear-without-r3)
 
@@ -103,3 +106,16 @@ def test_fused_views_a_label_that_one_view_rules_out_loses_to_one_all_views_allo
     assert max(fused, key=lambda label: fused[label]) == "b"
     assert abs(sum(fused.values()) - 1) < 1e-9
     assert fuse([words]) == pytest.approx(words)
+
+
+def test_the_structured_views_leave_root_cause_and_fix_pattern_as_linear_fused_has_them(taxonomy: Taxonomy) -> None:
+    data = _toy(taxonomy, n=16)
+    queries = [_query(data, "CUDA out of memory on rank 0", [1, 0, 0, 0]),
+               _query(data, "How to avoid the collective timeout? The job hangs", [0, 1, 0, 0])]
+    fused, structured = FusedLinearPredictor(), StructuredPredictor()
+    fused.fit(data)
+    structured.fit(data)
+    for mine, theirs in zip(structured.predict_proba(queries), fused.predict_proba(queries), strict=True):
+        assert mine["root_cause"] == theirs["root_cause"] and mine["fix_pattern"] == theirs["fix_pattern"]
+    views = structured.view_distributions(queries)
+    assert set(views) == {"embedding", "words", "title", "chars", "cues", "structure"}

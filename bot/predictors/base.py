@@ -239,7 +239,7 @@ def make_predictor(name: str, settings: Settings) -> Predictor:
 
 def _load_builtin() -> None:
     # Importing the modules registers their predictors; installed plugins come after, never replacing one.
-    from bot.predictors import baselines, fused, knn, linear, llm, titled  # noqa: F401
+    from bot.predictors import baselines, fused, knn, linear, llm, structured, titled  # noqa: F401
     from bot.predictors.plugins import load_plugins
 
     _PLUGIN_PROBLEMS.update(load_plugins(_REGISTRY, register))

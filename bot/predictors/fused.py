@@ -68,13 +68,16 @@ class FusedLinearPredictor(Predictor):
         prototype = LogisticRegression(C=self.c, max_iter=3000, class_weight="balanced")
         return {view: PerAxisModels(prototype) for view in VIEWS}
 
-    def fit(self, data: TrainingSet) -> None:
-        titles = [case.title or "" for case in data.index.cases]
+    def _fit_vectorizers(self, texts: list[str], titles: list[str]) -> None:
         self._vectorizers = _vectorizers()
-        inputs = {"words": data.texts, "title": titles, "chars": data.texts}
+        inputs = {"words": texts, "title": titles, "chars": texts}
         for view, vectorizer in self._vectorizers.items():
             vectorizer.fit(inputs[view])
             vectorizer.idf_ = vectorizer.idf_.astype(np.float32).astype(np.float64)  # as a stored copy holds it
+
+    def fit(self, data: TrainingSet) -> None:
+        titles = [case.title or "" for case in data.index.cases]
+        self._fit_vectorizers(data.texts, titles)
         matrices = self._matrices(data.index.vectors, data.texts, titles)
         self._models = self._unfitted_models()
         for view, models in self._models.items():
@@ -86,8 +89,11 @@ class FusedLinearPredictor(Predictor):
             return []
         matrices = self._matrices(np.vstack([q.vector for q in queries]), [q.issue.text for q in queries],
                                   [q.issue.title for q in queries])
-        per_view = [models.predict(matrices[view], len(queries)) for view, models in self._models.items()]
-        return [{axis: fuse([view[i][axis] for view in per_view]) for axis in AXES} for i in range(len(queries))]
+        return self._fuse_views(matrices, len(queries))
+
+    def _fuse_views(self, matrices: dict[str, sparse.csr_matrix], count: int) -> list[AxisDistributions]:
+        per_view = [models.predict(matrices[view], count) for view, models in self._models.items()]
+        return [{axis: fuse([view[i][axis] for view in per_view]) for axis in AXES} for i in range(count)]
 
     def state(self) -> State:
         arrays: Arrays = {}

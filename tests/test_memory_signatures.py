@@ -53,11 +53,12 @@ CHECKPOINT_CRASH = {  # closed, fixed by #4290: written for this test, no gold t
             "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with "
             "NCCL_DEBUG=INFO for details), NCCL version 2.19.3\n```\ndeepspeed 0.12.6, torch 2.2.0"}
 SAME_ERROR_OTHER_WORDS = Issue(
-    title="Evaluation hangs then aborts on the validation pass with pipeline parallel",
-    body="Running pipeline parallelism with 4 stages, the very first evaluation after 500 iterations fails. The "
-         "loss curve looked fine until then. Log from rank 5:\n\n```\n[rank5]: torch.distributed.DistBackendError: "
-         "NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, unhandled cuda error (run with "
-         "NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n```\nAny idea? torch 2.4.1, 8 H100 per node.")
+    title="Question: should the eval batch size match the training batch size with pipeline stages?",
+    body="With 4 pipeline stages my validation pass breaks after 500 iterations; the data loader streams shards "
+         "from object storage and tokenises the evaluation set on the fly. Rank 5 prints:\n\n```\n[rank5]: "
+         "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
+         "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n```\n"
+         "Is there a recommended eval micro-batch setting?")
 NOTHING_SHARED = Issue(title="The curriculum learning config keys are not documented",
                        body="The docs do not say which keys the curriculum scheduler accepts. Could you add an "
                             "example of a config that ramps the sequence length?")

@@ -97,14 +97,16 @@ def triage(
     data_dir: DataDirOpt = None,
     predictor: PredictorOpt = None,
     cases: CasesOpt = None,
+    repo: Annotated[str | None, typer.Option("--repo", help="Related issues from OWNER/NAME's synced history.")] = None,
 ) -> None:
     """Print the comment the bot would post for one issue (or its JSON result)."""
     from bot.comment import CommentPolicy, compose_comment
+    from bot.memory_cli import with_history
 
-    issue = _issue_from_args(file, title, body)
+    issue = _issue_from_args(file, title, body).model_copy(update={"repo": repo} if repo else {})
     settings = load_settings(data_dir, predictor)
     engine = _engine(settings, cases, predictor)
-    result = engine.triage(issue)
+    [result] = with_history(settings, engine.embedder, [issue], [engine.triage(issue)])
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
         return
@@ -162,6 +164,7 @@ def predict(
     """Predict every issue of a JSONL file (the batch contract in the README)."""
     from bot.comment import CommentPolicy, compose_comment
     from bot.dataset import read_issues
+    from bot.memory_cli import with_history
 
     settings = load_settings(data_dir, predictor)
     skipped = 0
@@ -174,7 +177,7 @@ def predict(
     issues = list(read_issues(input, report))
     engine = _engine(settings, cases, predictor)
     with progress_bar() as update:
-        results = engine.triage_many(issues, progress=update)
+        results = with_history(settings, engine.embedder, issues, engine.triage_many(issues, progress=update))
     policy, chat = CommentPolicy.from_settings(settings), _reading_model(settings) if with_comment else None
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("w", encoding="utf-8") as handle:
@@ -262,11 +265,10 @@ def replay(
 
 
 def _register_subcommands() -> None:
+    from bot.memory_cli import register as register_memory  # history sync, backtest
     from bot.pack_cli import pack_app
 
     app.add_typer(pack_app, name="pack")
-    from bot.memory_cli import register as register_memory  # history sync, backtest
-
     register_memory(app)
 
 

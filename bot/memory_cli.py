@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from bot.domain import Issue, TriageResult
 from bot.embedding import Embedder, EmbeddingCache
 from bot.errors import ConfigError
+from bot.memory.index import MemoryIndex
+from bot.memory.queries import Memory, related_issues
 from bot.memory.store import MemoryStore
 from bot.memory.sync import sync_repository
+from bot.normalise import normalise
 from bot.settings import Settings
 
 if TYPE_CHECKING:
@@ -20,6 +26,7 @@ if TYPE_CHECKING:
 
 history_app = typer.Typer(no_args_is_help=True, help="The repository memory: a repository's issue history.")
 
+ISSUE_URL = re.compile(r"/(?:issues|pull)/(?P<number>\d+)/?$")
 RepoOpt = Annotated[str, typer.Option("--repo", help="OWNER/NAME of the repository.")]
 
 
@@ -55,6 +62,41 @@ def history_sync(
         store.close()
     more = "" if cursor.status == "done" else f"; not finished: run again to resume at page {cursor.page}"
     typer.echo(f"{repo}: {cursor.synced} issues in the memory ({settings.sqlite_url}){more}")
+
+
+def with_history(settings: Settings, embedder: Embedder, issues: Sequence[Issue], results: Sequence[TriageResult]
+                 ) -> list[TriageResult]:
+    """The results with the related issues of each issue's repository (`repo`), from whatever history of it was
+    synced into the database (`ddl-triage history sync`); unchanged when none was. Never creates the database."""
+    results = list(results)
+    repos = {issue.repo for issue in issues if issue.repo}
+    if not repos or not database_exists(settings.sqlite_url):
+        return results
+    store = MemoryStore(settings.sqlite_url)
+    try:
+        synced = {repo for repo in repos if store.count(repo)}
+        memory = Memory(store, MemoryIndex(store, settings.memory_max_rows))
+        for j, issue in enumerate(issues):
+            if issue.repo in synced:
+                normalised = normalise(issue)
+                vector = embedder.embed([normalised.text])[0]  # a cache hit: the engine embedded this text
+                related = related_issues(memory, settings, issue.repo, issue_number(issue), vector,
+                                         normalised.signatures)
+                results[j] = results[j].model_copy(update={"related": related})
+    finally:
+        store.close()
+    return results
+
+
+def database_exists(url: str) -> bool:
+    """False for an SQLite file not there yet (nothing was synced); PostgreSQL is asked."""
+    return not url.startswith("sqlite:///") or Path(url.removeprefix("sqlite:///")).is_file()
+
+
+def issue_number(issue: Issue) -> int | None:
+    """The issue's number, given or read from its GitHub URL (so a synced issue is not related to itself)."""
+    match = ISSUE_URL.search(issue.url or "")
+    return issue.number if issue.number is not None else int(match["number"]) if match else None
 
 
 def parse_since(since: str | None) -> datetime | None:

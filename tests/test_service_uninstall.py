@@ -56,6 +56,7 @@ def test_removing_a_repository_then_deleting_the_installation_erases_every_row_a
         memory = state_of(client).memory
         hashes = [text_hash(issue_text(issue)) for issue in github.repos[REPO].issues.values()]
         assert memory.store.count(REPO) == 14 and len(state_of(client).store.feedback_cases()) == 1
+        assert memory.store.issue(REPO, 42).signatures, "its NCCL line is remembered (memory_signatures), then erased"  # type: ignore[union-attr]
 
         deliver(client, installation_payload("removed", [REPO], event="installation_repositories",
                                              installation=INSTALLATION), "installation_repositories")

@@ -55,6 +55,14 @@ class MemoryIndex:
         found = self.store.issues_by_number(repo, [int(entry.numbers[j]) for j in kept])
         return [(found[int(entry.numbers[j])], float(sims[j])) for j in kept if int(entry.numbers[j]) in found]
 
+    def scored(self, repo: str, vector: np.ndarray, numbers: list[int]) -> list[tuple[MemoryIssue, float]]:
+        """These issues of `repo` with their cosine to `vector`, best first (those no longer stored left out)."""
+        entry = self._entry(repo)
+        rows = {int(n): j for j, n in enumerate(entry.numbers)}
+        sims = {n: float(entry.vectors[rows[n]] @ np.asarray(vector, dtype=np.float32)) for n in numbers if n in rows}
+        found = self.store.issues_by_number(repo, list(sims))
+        return sorted(((found[n], s) for n, s in sims.items() if n in found), key=lambda hit: (-hit[1], hit[0].number))
+
     def forget(self, repo: str) -> None:
         with self._lock:
             self._loaded.pop(repo, None)

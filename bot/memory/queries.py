@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
-from bot.domain import Neighbour, RelatedIssue, TriageResult
+from bot.domain import ErrorSignature, Neighbour, RelatedIssue, TriageResult
 from bot.links import issue_html_url
 from bot.memory.index import MemoryIndex
 from bot.memory.labels import LabelModel
 from bot.memory.store import MemoryIssue, MemoryStore
 from bot.settings import Settings
+from bot.signatures import MATCHING_KINDS
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +56,25 @@ class Memory:
 
 
 def related_issues(memory: Memory, settings: Settings, repo: str, number: int | None, vector: np.ndarray,
-                   before: float | None = None) -> list[RelatedIssue]:
-    """The closest issues of `repo` (and of no other repository) above the similarity floor."""
-    hits = memory.index.search(repo, vector, settings.memory_related_max, exclude=number, before=before)
-    return [as_related(issue, score, settings.github_api_url, settings.memory_duplicate_floor)
-            for issue, score in hits if score >= settings.memory_related_floor]
+                   signatures: Sequence[ErrorSignature] = (), before: float | None = None) -> list[RelatedIssue]:
+    """Issues of `repo` (and of no other repository): first those that share one of the issue's error signatures
+    naming its failure, whatever their cosine, then the closest above the similarity floor; at most the max.
+    Each sharing one carries the first it shares (the issue's signatures come most telling first)."""
+    k = settings.memory_related_max
+    matching = [s for s in signatures if s.kind in MATCHING_KINDS]
+    shared = memory.store.sharing(repo, [s.digest for s in matching], exclude=number, before=before)
+    sharing = memory.index.scored(repo, vector, shared)[:k] if shared else []
+    taken = {issue.number for issue, _ in sharing}
+    close = [(issue, score) for issue, score in memory.index.search(repo, vector, k, exclude=number, before=before)
+             if score >= settings.memory_related_floor and issue.number not in taken]
+    return [as_related(issue, score, settings.github_api_url, settings.memory_duplicate_floor,
+                       shared_signature(issue, matching)) for issue, score in [*sharing, *close][:k]]
+
+
+def shared_signature(issue: MemoryIssue, signatures: Sequence[ErrorSignature]) -> str | None:
+    """The canonical text of the first of `signatures` that `issue` shows too, if any."""
+    held = {s.digest for s in issue.signatures}
+    return next((s.text for s in signatures if s.digest in held), None)
 
 
 def repo_label_suggestions(memory: Memory, repo: str, vector: np.ndarray) -> list[tuple[str, float]]:
@@ -67,13 +83,15 @@ def repo_label_suggestions(memory: Memory, repo: str, vector: np.ndarray) -> lis
             if "duplicate" not in name.casefold()]
 
 
-def as_related(issue: MemoryIssue, score: float, api_url: str, duplicate_floor: float) -> RelatedIssue:
+def as_related(issue: MemoryIssue, score: float, api_url: str, duplicate_floor: float,
+               signature: str | None = None) -> RelatedIssue:
     # GitHub redirects /issues/N to /pull/N for a pull request, so one address form serves both.
     return RelatedIssue(
         repo=issue.repo, number=issue.number, url=issue_html_url(api_url, issue.repo, issue.number),
         title=issue.title, type=issue.type, state=issue.state, state_reason=issue.state_reason,
         closed_by=issue.closed_by, duplicate_of=issue.duplicate_of, labels=issue.labels, score=round(score, 4),
-        possible_duplicate=issue.type == "issue" and issue.state == "open" and score >= duplicate_floor)
+        possible_duplicate=issue.type == "issue" and issue.state == "open" and score >= duplicate_floor,
+        signature=signature)
 
 
 class IssueLookup(Protocol):

@@ -1,5 +1,6 @@
-"""The memory's tables, in the service database (SQLite or PostgreSQL): issues per repository, sync cursors
-and the TTL cache of neighbour titles. Only titles, labels, states and vectors are kept; never bodies."""
+"""The memory's tables, in the service database (SQLite or PostgreSQL): issues per repository, their error
+signatures, sync cursors and the TTL cache of neighbour titles. Only titles, labels, states, vectors and the
+canonical error signatures (placeholders for the author's values) are kept; never bodies."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
+from bot.domain import ErrorSignature
 from bot.errors import ConfigError
+from bot.memory.signature_rows import replace_signatures, sharing_numbers, stored_signatures
 from bot.storage.database import connect_sqlite, live_postgres, transaction
 from bot.storage.schema import create_tables
 
@@ -23,6 +26,10 @@ CREATE TABLE IF NOT EXISTS memory_issues (
     state_reason TEXT, labels TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, closed_at DOUBLE PRECISION,
     closed_by TEXT, duplicate_of INTEGER, text_hash TEXT NOT NULL, vector {blob} NOT NULL,
     updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (repo, number));
+CREATE TABLE IF NOT EXISTS memory_signatures (
+    repo TEXT NOT NULL, number INTEGER NOT NULL, digest TEXT NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL,
+    PRIMARY KEY (repo, number, digest));
+CREATE INDEX IF NOT EXISTS memory_signatures_by_digest ON memory_signatures (repo, digest);
 CREATE TABLE IF NOT EXISTS memory_sync (
     repo TEXT PRIMARY KEY, installation_id BIGINT, page INTEGER NOT NULL, synced INTEGER NOT NULL,
     status TEXT NOT NULL, since TEXT, error TEXT, started_at DOUBLE PRECISION NOT NULL,
@@ -51,6 +58,7 @@ class MemoryIssue(BaseModel):
     closed_by: str | None = None  # "#4290" (a pull request) or a commit sha
     duplicate_of: int | None = None
     text_hash: str
+    signatures: tuple[ErrorSignature, ...] = ()  # the error signatures that name its failure (MATCHING_KINDS)
 
 
 class SyncCursor(BaseModel):
@@ -107,7 +115,8 @@ class MemoryStore:
     # --- issues -------------------------------------------------------------------------------------------
 
     def upsert(self, items: Sequence[tuple[MemoryIssue, np.ndarray]]) -> None:
-        """Insert or replace issues (keyed by repository and number): a repeated sync never duplicates."""
+        """Insert or replace issues (keyed by repository and number) with their signatures: a repeated sync never
+        duplicates, and an edited issue keeps only the signatures its text shows now."""
         now = time.time()
         rows = [(i.repo, i.number, i.type, i.title, i.state, i.state_reason, json.dumps(i.labels), i.created_at,
                  i.closed_at, i.closed_by, i.duplicate_of, i.text_hash, _blob(v), now) for i, v in items]
@@ -116,6 +125,8 @@ class MemoryStore:
             for row in rows:
                 run(f"INSERT INTO memory_issues ({COLUMNS}) VALUES ({', '.join('?' * 14)}) "
                     f"ON CONFLICT (repo, number) DO UPDATE SET {updates}", row)
+            for i, _ in items:
+                replace_signatures(run, i.repo, i.number, i.signatures)
             for repo in {i.repo for i, _ in items}:
                 _bump(run, repo)
 
@@ -133,15 +144,17 @@ class MemoryStore:
     def delete_issue(self, repo: str, number: int) -> None:
         with self._tx() as run:
             run("DELETE FROM memory_issues WHERE repo = ? AND number = ?", (repo, number))
+            run("DELETE FROM memory_signatures WHERE repo = ? AND number = ?", (repo, number))
             _bump(run, repo)
 
     def delete_repo(self, repo: str) -> list[str]:
-        """Forget a repository entirely (uninstalled): its issues and their vectors, its sync cursor, its
+        """Forget a repository entirely (uninstalled): its issues, their vectors and signatures, its sync cursor, its
         version and the cached titles of its issues; returns the text hashes of the issues it held."""
         with self._tx() as run:
             hashes = [str(row[0]) for row in run("SELECT text_hash FROM memory_issues WHERE repo = ?",
                                                  (repo,)).fetchall()]
             run("DELETE FROM memory_issues WHERE repo = ?", (repo,))
+            run("DELETE FROM memory_signatures WHERE repo = ?", (repo,))
             run("DELETE FROM memory_sync WHERE repo = ?", (repo,))
             run("DELETE FROM memory_versions WHERE repo = ?", (repo,))
             run("DELETE FROM memory_titles WHERE key LIKE ?", (f"{repo}#%",))
@@ -151,22 +164,26 @@ class MemoryStore:
         with self._tx() as run:
             row = run(f"SELECT {COLUMNS} FROM memory_issues WHERE repo = ? AND number = ?",
                       (repo, number)).fetchone()
-        return _issue(row) if row else None
+            signatures = stored_signatures(run, repo, [number]) if row else {}
+        return _issue(row, signatures) if row else None
 
     def issues(self, repo: str) -> list[MemoryIssue]:
         """Every stored issue of the repository, oldest first."""
         with self._tx() as run:
             rows = run(f"SELECT {COLUMNS} FROM memory_issues WHERE repo = ? ORDER BY created_at, number",
                        (repo,)).fetchall()
-        return [_issue(row) for row in rows]
+            signatures = stored_signatures(run, repo)
+        return [_issue(row, signatures) for row in rows]
 
     def vectors(self, repo: str) -> tuple[list[MemoryIssue], np.ndarray]:
         """The repository's issues and their vectors (one row each), for the backtest."""
         with self._tx() as run:
             rows = run(f"SELECT {COLUMNS} FROM memory_issues WHERE repo = ? ORDER BY number", (repo,)).fetchall()
+            signatures = stored_signatures(run, repo)
         if not rows:
             return [], np.zeros((0, 0), dtype=np.float32)
-        return [_issue(r) for r in rows], np.vstack([np.frombuffer(bytes(r[12]), dtype=np.float32) for r in rows])
+        vectors = np.vstack([np.frombuffer(bytes(r[12]), dtype=np.float32) for r in rows])
+        return [_issue(r, signatures) for r in rows], vectors
 
     def search_rows(self, repo: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(numbers, created times, vectors) of a repository: what the in-memory index holds, nothing more."""
@@ -185,7 +202,14 @@ class MemoryStore:
         with self._tx() as run:
             rows = run(f"SELECT {COLUMNS} FROM memory_issues WHERE repo = ? AND number IN "
                        f"({', '.join('?' * len(numbers))})", (repo, *numbers)).fetchall()
-        return {int(r[1]): _issue(r) for r in rows}
+            signatures = stored_signatures(run, repo, numbers)
+        return {int(r[1]): _issue(r, signatures) for r in rows}
+
+    def sharing(self, repo: str, digests: Sequence[str], exclude: int | None = None,
+                before: float | None = None) -> list[int]:
+        """The issues of `repo` (and of no other repository) that show an error signature of these digests."""
+        with self._tx() as run:
+            return sharing_numbers(run, repo, digests, exclude, before)
 
     def version(self, repo: str) -> int:
         """A number that changes with every write to the repository's memory (by any replica)."""
@@ -256,10 +280,10 @@ def _blob(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
-def _issue(row: Sequence[Any]) -> MemoryIssue:
+def _issue(row: Sequence[Any], signatures: dict[int, tuple[ErrorSignature, ...]] | None = None) -> MemoryIssue:
     return MemoryIssue(repo=row[0], number=row[1], type=row[2], title=row[3], state=row[4], state_reason=row[5],
                        labels=json.loads(row[6]), created_at=row[7], closed_at=row[8], closed_by=row[9],
-                       duplicate_of=row[10], text_hash=row[11])
+                       duplicate_of=row[10], text_hash=row[11], signatures=(signatures or {}).get(int(row[1]), ()))
 
 
 def _connect(url: str, postgres: bool) -> Any:

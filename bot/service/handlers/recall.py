@@ -27,11 +27,12 @@ def recall(ctx: JobContext, repo: str, number: int, issue: Issue, result: Triage
     neighbours' titles and states; and the repository's own labels suggested for the issue."""
     memory = ctx.state.memory
     settings = ctx.state.settings
-    vector = ctx.engine.embedder.embed([normalise(issue).text])[0]  # a cache hit: the engine embedded it
+    normalised = normalise(issue)
+    vector = ctx.engine.embedder.embed([normalised.text])[0]  # a cache hit: the engine embedded it
     examples = [*corrected_examples(ctx.engine.embedder, vector, ctx.state.store.feedback_cases(), repo, number),
                 *labelled_examples(memory.index, vector, repo, number, config)]
     result = blend(ctx.engine, result, examples)
-    related = related_issues(memory, settings, repo, number, vector)
+    related = related_issues(memory, settings, repo, number, vector, normalised.signatures)
     lookup = ClientLookup(ctx.client) if ctx.client is not None else None
     result = with_titles(result, memory.store, lookup, settings.memory_title_ttl_s)
     return Recalled(result.model_copy(update={"related": related}),

@@ -106,8 +106,9 @@ class MemoryStore:
 
     # --- issues -------------------------------------------------------------------------------------------
 
-    def upsert(self, items: Sequence[tuple[MemoryIssue, np.ndarray]]) -> None:
-        """Insert or replace issues (keyed by repository and number): a repeated sync never duplicates."""
+    def upsert(self, items: Sequence[tuple[MemoryIssue, np.ndarray]]) -> dict[str, tuple[int, int]]:
+        """Insert or replace issues (keyed by repository and number): a repeated sync never duplicates.
+        Returns each repository's version (before, after) the write, for the index to append in place."""
         now = time.time()
         rows = [(i.repo, i.number, i.type, i.title, i.state, i.state_reason, json.dumps(i.labels), i.created_at,
                  i.closed_at, i.closed_by, i.duplicate_of, i.text_hash, _blob(v), now) for i, v in items]
@@ -116,8 +117,7 @@ class MemoryStore:
             for row in rows:
                 run(f"INSERT INTO memory_issues ({COLUMNS}) VALUES ({', '.join('?' * 14)}) "
                     f"ON CONFLICT (repo, number) DO UPDATE SET {updates}", row)
-            for repo in {i.repo for i, _ in items}:
-                _bump(run, repo)
+            return {repo: _bump(run, repo, self.postgres) for repo in {i.repo for i, _ in items}}
 
     def update_fields(self, repo: str, number: int, **fields: Any) -> bool:
         """Change some fields of a stored issue (labels, state...); False when the issue is not stored."""
@@ -244,12 +244,17 @@ class MemoryStore:
                 "state = excluded.state, fetched_at = excluded.fetched_at", (key, title, type_, state, time.time()))
 
 
-def _bump(run: Any, repo: str) -> None:
+def _bump(run: Any, repo: str, postgres: bool = False) -> tuple[int, int]:
+    """The repository's version (before, after) this write; the row is locked first on PostgreSQL (SQLite's
+    write lock is taken at BEGIN), so `before` is the version this write follows."""
     # A new version is at least the clock in nanoseconds: a repository forgotten (its row deleted) and
     # synced again never gets back a version that a replica's index still holds for its old rows.
-    run("INSERT INTO memory_versions (repo, version) VALUES (?, ?) ON CONFLICT (repo) DO UPDATE SET version = "
-        "CASE WHEN excluded.version > memory_versions.version THEN excluded.version "
-        "ELSE memory_versions.version + 1 END", (repo, time.time_ns()))
+    row = run("SELECT version FROM memory_versions WHERE repo = ?" + (" FOR UPDATE" if postgres else ""),
+              (repo,)).fetchone()
+    after = run("INSERT INTO memory_versions (repo, version) VALUES (?, ?) ON CONFLICT (repo) DO UPDATE SET "
+                "version = CASE WHEN excluded.version > memory_versions.version THEN excluded.version "
+                "ELSE memory_versions.version + 1 END RETURNING version", (repo, time.time_ns())).fetchone()
+    return (int(row[0]) if row else 0), int(after[0])
 
 
 def _blob(vector: np.ndarray) -> bytes:

@@ -28,7 +28,8 @@ def recall(ctx: JobContext, repo: str, number: int, issue: Issue, result: Triage
     memory = ctx.state.memory
     settings = ctx.state.settings
     vector = ctx.engine.embedder.embed([normalise(issue).text])[0]  # a cache hit: the engine embedded it
-    examples = [*corrected_examples(ctx.engine.embedder, vector, ctx.state.store.feedback_cases(), repo, number),
+    examples = [*corrected_examples(ctx.engine.embedder, vector, ctx.state.store.feedback_cases(repo=repo), repo,
+                                    number),
                 *labelled_examples(memory.index, vector, repo, number, config)]
     result = blend(ctx.engine, result, examples)
     related = related_issues(memory, settings, repo, number, vector)

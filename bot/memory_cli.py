@@ -50,7 +50,7 @@ def history_sync(
     try:
         cursor = sync_repository(client, store, embedder, repo, since=since_at, limit=limit,
                                  page_interval_s=settings.memory_page_interval_s,
-                                 restart=since_at is not None)
+                                 restart=since_at is not None, wait_for_reset=True)
     finally:
         store.close()
     more = "" if cursor.status == "done" else f"; not finished: run again to resume at page {cursor.page}"

@@ -63,6 +63,11 @@ def test_a_saved_issue_is_found_by_the_next_search_without_reloading_the_reposit
     assert index.search(REPO, edited, k=1)[0][0].number == 7
     assert store.loads == 1, "the saves were appended, nothing reloaded"
     assert store.count(REPO) == 80 and index._entry(REPO).size == 80
+    fresh = MemoryIndex(store)
+    fresh.search(REPO, edited)  # loaded as the database's bytes (read-only): an edit copies them first
+    fresh.save([(issue(8), edited)])
+    assert sorted(i.number for i, _ in fresh.search(REPO, edited, k=2)) == [7, 8]
+    assert store.loads == 2
 
 
 def test_a_write_by_anyone_else_in_between_makes_the_next_search_reload(store: CountingStore, tmp_path: Path) -> None:

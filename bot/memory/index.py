@@ -38,11 +38,13 @@ class _Loaded:
     def put(self, number: int, created: float, vector: np.ndarray) -> None:
         """Replace the row of `number` (an edited issue), or append it."""
         vector = np.asarray(vector, dtype=np.float32)
+        if not self.vectors.flags.writeable:  # as loaded: a view of the database's bytes; copied once, with room
+            self._grow(len(vector))
         found = np.flatnonzero(self.numbers[:self.size] == number)
         if len(found):
             self.created[found[0]], self.vectors[found[0]] = created, vector
             return
-        if self.size == len(self.numbers) or self.vectors.shape[1] != len(vector):
+        if self.size == len(self.numbers) or self.vectors.shape[1] != len(vector):  # full (or a first row)
             self._grow(len(vector))
         self.numbers[self.size], self.created[self.size], self.vectors[self.size] = number, created, vector
         self.size += 1

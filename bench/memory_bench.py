@@ -5,7 +5,7 @@ The sync runs against the fake GitHub of the tests (a real HTTP server on 127.0.
 empty embedding cache; the bare side encodes the same normalised texts with the same, already loaded model.
 Latency uses synthetic unit vectors (384 dimensions, the model's) in a real SQLite memory database.
 
-    .venv/bin/python bench/memory_bench.py [--issues 1000] [--queries 200]
+    .venv/bin/python bench/memory_bench.py [--issues 1000] [--queries 200] [--rows 10000 100000] [--skip-sync]
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.embedding import Embedder, EmbeddingCache
 from bot.memory.index import MemoryIndex
+from bot.memory.labels import MAX_HELD_OUT, LabelModel
 from bot.memory.records import issue_text
 from bot.memory.store import MemoryIssue, MemoryStore
 from bot.memory.sync import sync_repository
@@ -101,7 +103,31 @@ def latency(rows: int, queries: int, tmp: Path) -> None:
     print(f"{rows:>7} issues in one repository: query p50 {p50:.1f} ms, p99 {p99:.1f} ms over {queries} queries "
           f"(incl. the version check); first load {load_s:.1f} s; index arrays {arrays:.0f} MiB "
           f"({arrays * 100_000 / rows:.0f} MiB per 100k), RSS growth at load {held:.0f} MiB")
+    save_then_search(index, rows, rng)
+    started = time.perf_counter()
+    LabelModel.fit(*store.vectors(REPO))
+    print(f"{rows:>7} issues: label model fit (outside triage, leave-one-out over at most "
+          f"{MAX_HELD_OUT} held-out issues) {time.perf_counter() - started:.1f} s")
     store.close()
+
+
+def save_then_search(index: MemoryIndex, rows: int, rng: np.random.Generator, rounds: int = 20) -> None:
+    """What a triage job does to the memory: save its issue, then search. Through the index the issue is
+    appended to the loaded matrix; a bare store write (as before issue 15) makes the search reload it all."""
+    def one(number: int, write: Callable[[list[tuple[MemoryIssue, np.ndarray]]], object]) -> float:
+        vector = rng.normal(size=DIM).astype(np.float32)
+        vector /= np.linalg.norm(vector)
+        started = time.perf_counter()
+        write([(MemoryIssue(repo=REPO, number=number, title="new", created_at=float(number),
+                            text_hash=str(number)), vector)])
+        index.search(REPO, vector, k=5, exclude=number)
+        return (time.perf_counter() - started) * 1000
+
+    appended = [one(rows + 1 + i, index.save) for i in range(rounds)]
+    reloaded = [one(rows + 1 + rounds + i, index.store.upsert) for i in range(max(3, rounds // 5))]
+    print(f"{rows:>7} issues: save + search p50 {np.median(appended):.1f} ms, max {max(appended):.1f} ms "
+          f"({rounds} saves appended to the index) | with a reload after each save (before): "
+          f"p50 {np.median(reloaded):.0f} ms")
 
 
 def main() -> None:
@@ -109,11 +135,13 @@ def main() -> None:
     parser.add_argument("--issues", type=int, default=1000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--skip-sync", action="store_true")
+    parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000],
+                        help="repository sizes for the query latency (issues)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         if not args.skip_sync:
             sync_cost(args.issues, Path(tmp))
-        for rows in (10_000, 100_000):
+        for rows in args.rows:
             latency(rows, args.queries, Path(tmp))
 
 

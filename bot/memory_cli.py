@@ -15,6 +15,7 @@ from bot.domain import Issue, TriageResult
 from bot.embedding import Embedder, EmbeddingCache
 from bot.errors import ConfigError
 from bot.memory.index import MemoryIndex
+from bot.memory.labels import LabelModels
 from bot.memory.queries import Memory, related_issues
 from bot.memory.store import MemoryStore
 from bot.memory.sync import sync_repository
@@ -57,7 +58,7 @@ def history_sync(
     try:
         cursor = sync_repository(client, store, embedder, repo, since=since_at, limit=limit,
                                  page_interval_s=settings.memory_page_interval_s,
-                                 restart=since_at is not None)
+                                 restart=since_at is not None, wait_for_reset=True)
     finally:
         store.close()
     more = "" if cursor.status == "done" else f"; not finished: run again to resume at page {cursor.page}"
@@ -75,7 +76,7 @@ def with_history(settings: Settings, embedder: Embedder, issues: Sequence[Issue]
     store = MemoryStore(settings.sqlite_url)
     try:
         synced = {repo for repo in repos if store.count(repo)}
-        memory = Memory(store, MemoryIndex(store, settings.memory_max_rows))
+        memory = Memory(store, MemoryIndex(store, settings.memory_max_rows), LabelModels(store.vectors, store.count))
         for j, issue in enumerate(issues):
             if issue.repo in synced:
                 normalised = normalise(issue)

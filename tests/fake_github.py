@@ -121,6 +121,7 @@ class FakeGitHub:
         self.hook_deliveries: list[dict[str, Any]] = []
         self.redeliver: Callable[[dict[str, Any]], None] = lambda delivery: None
         self._holds: dict[tuple[str, str], Hold] = {}
+        self._rate: list[float] | None = None  # [requests left, reset time] (see `limit_rate`)
         self._lock = threading.Lock()
         self._next_id = 1000
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -166,6 +167,28 @@ class FakeGitHub:
              ) -> None:
         """The next requests to `method path` get these answers (status, headers[, message]), not the real one."""
         self._failures.setdefault((method, path), []).extend(answers)
+
+    def limit_rate(self, remaining: int, reset_in_s: float) -> None:
+        """From now on installation requests count down from `remaining`, each answer carrying GitHub's
+        x-ratelimit-* headers; at 0 every one gets GitHub's 403 "rate limit exceeded" until the reset."""
+        self._rate = [float(remaining), time.time() + reset_in_s]
+
+    def revoke_tokens(self) -> None:
+        """Every installation token issued so far is refused (401 Bad credentials), as after a revocation."""
+        with self._lock:
+            self.tokens.clear()
+
+    def _rate_limited(self, path: str, answer: tuple[int, dict[str, str], Any]) -> tuple[int, dict[str, str], Any]:
+        if self._rate is None or path.startswith("/app/"):
+            return answer
+        with self._lock:
+            exhausted = self._rate[0] <= 0
+            self._rate[0] = max(0.0, self._rate[0] - 1)
+            left, reset = int(self._rate[0]), int(self._rate[1])
+        headers = {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": str(left), "x-ratelimit-reset": str(reset)}
+        if exhausted:
+            return 403, headers, {"message": "API rate limit exceeded for installation ID 77."}
+        return answer[0], answer[1] | headers, answer[2]
 
     # --- outages (issue 9: the service under faults) -------------------------------------------------------
 
@@ -256,6 +279,9 @@ class FakeGitHub:
     # --- serving ------------------------------------------------------------------------------------------
 
     def answer(self, method: str, path: str, query: str, body: Any, auth: str) -> tuple[int, dict[str, str], Any]:
+        return self._rate_limited(path, self._answer(method, path, query, body, auth))
+
+    def _answer(self, method: str, path: str, query: str, body: Any, auth: str) -> tuple[int, dict[str, str], Any]:
         with self._lock:
             self.requests.append(Recorded(method, path, query, body, auth))
             queued = self._failures.get((method, path))

@@ -140,8 +140,8 @@ def test_claiming_is_atomic_across_connections(store: Store, url: str) -> None:
 def test_one_issue_never_has_two_jobs_running(store: Store) -> None:
     """Two replicas must not race for one issue's comment (a query rule, and a unique index behind it)."""
     _record(store, "opened", issue="o/r#7")
-    _record(store, "edited", issue="o/r#7")
     first = store.claim_job()
+    _record(store, "edited", issue="o/r#7")  # arrives while the first runs: a running job is never superseded
     assert first is not None and first.delivery_id == "opened"
     assert store.claim_job() is None
     with pytest.raises(Exception, match=r"(?i)unique"), store._tx() as run:
@@ -189,8 +189,8 @@ def test_a_batch_stores_new_deliveries_in_order_and_answers_seen_ones_like_singl
     """The webhook's group commit (one statement per row on SQLite, set-based on PostgreSQL) gives what a
     delivery at a time would: new ids get jobs in arrival order, an id twice in one batch is stored once,
     a seen id is a duplicate unless its job had failed for good (then it is queued again)."""
-    _record(store, "seen")
-    _record(store, "failed")
+    _record(store, "seen", issue="o/r#seen")  # two issues: a newer triage of one issue supersedes a queued one
+    _record(store, "failed", issue="o/r#failed")
     job = store.claim_job()
     assert job is not None and job.delivery_id == "seen"
     store.finish_job(job.id, job.lease_token)

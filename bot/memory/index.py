@@ -1,27 +1,62 @@
 """Per-repository vectors searched in memory: loaded lazily from the database, evicted least-recently-used.
 
 Each query first reads the repository's version (one primary-key lookup), so a write by another replica
-sharing the same PostgreSQL is seen at the next query; the repository is then reloaded. Only numbers,
-creation times and vectors are held; the k issues found are read back from the database.
+sharing the same PostgreSQL is seen at the next query; the repository is then reloaded. A write through
+`save` (the triage job's issue) is appended to the loaded matrix instead, when no other write came between
+(amortised: the arrays grow by half when full). Only numbers, creation times and vectors are held; the k
+issues found are read back from the database.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from bot.memory.store import MemoryIssue, MemoryStore
 
+GROWTH = 1.5
+
 
 @dataclass
 class _Loaded:
+    """A repository's rows: the first `size` of each array are live, the rest is room to append into."""
+
     version: int
     numbers: np.ndarray
     created: np.ndarray
     vectors: np.ndarray
+    size: int = -1
+
+    def __post_init__(self) -> None:
+        if self.size < 0:
+            self.size = len(self.numbers)
+
+    def put(self, number: int, created: float, vector: np.ndarray) -> None:
+        """Replace the row of `number` (an edited issue), or append it."""
+        vector = np.asarray(vector, dtype=np.float32)
+        if not self.vectors.flags.writeable:  # as loaded: a view of the database's bytes; copied once, with room
+            self._grow(len(vector))
+        found = np.flatnonzero(self.numbers[:self.size] == number)
+        if len(found):
+            self.created[found[0]], self.vectors[found[0]] = created, vector
+            return
+        if self.size == len(self.numbers) or self.vectors.shape[1] != len(vector):  # full (or a first row)
+            self._grow(len(vector))
+        self.numbers[self.size], self.created[self.size], self.vectors[self.size] = number, created, vector
+        self.size += 1
+
+    def _grow(self, dim: int) -> None:
+        room = max(16, int(len(self.numbers) * GROWTH))
+        numbers, created = np.zeros(room, dtype=np.int64), np.zeros(room)
+        vectors = np.zeros((room, dim), dtype=np.float32)
+        numbers[:self.size], created[:self.size] = self.numbers[:self.size], self.created[:self.size]
+        if self.size:
+            vectors[:self.size] = self.vectors[:self.size]
+        self.numbers, self.created, self.vectors = numbers, created, vectors
 
 
 class MemoryIndex:
@@ -41,19 +76,38 @@ class MemoryIndex:
                before: float | None = None) -> list[tuple[MemoryIssue, float]]:
         """The k most similar issues of `repo` only, best first; `before` keeps issues created before then."""
         entry = self._entry(repo)
-        if len(entry.numbers) == 0 or k <= 0:
+        size = entry.size
+        if size == 0 or k <= 0:
             return []
-        sims = entry.vectors @ np.asarray(vector, dtype=np.float32)
+        numbers = entry.numbers[:size]
+        sims = entry.vectors[:size] @ np.asarray(vector, dtype=np.float32)
         if exclude is not None:
-            sims[entry.numbers == exclude] = -np.inf
+            sims[numbers == exclude] = -np.inf
         if before is not None:
-            sims[entry.created >= before] = -np.inf
+            sims[entry.created[:size] >= before] = -np.inf
         take = min(k, len(sims))
         top = np.argpartition(-sims, take - 1)[:take]
         top = top[np.argsort(-sims[top], kind="stable")]
         kept = [int(j) for j in top if np.isfinite(sims[j])]
-        found = self.store.issues_by_number(repo, [int(entry.numbers[j]) for j in kept])
-        return [(found[int(entry.numbers[j])], float(sims[j])) for j in kept if int(entry.numbers[j]) in found]
+        found = self.store.issues_by_number(repo, [int(numbers[j]) for j in kept])
+        return [(found[int(numbers[j])], float(sims[j])) for j in kept if int(numbers[j]) in found]
+
+    def save(self, items: Sequence[tuple[MemoryIssue, np.ndarray]]) -> None:
+        """Write issues to the store and into the loaded matrices: the next search reloads nothing unless
+        another writer (a sync, another replica) wrote to the repository since it was loaded."""
+        versions = self.store.upsert(items)
+        with self._lock:
+            for repo, (before, after) in versions.items():
+                entry = self._loaded.get(repo)
+                if entry is None:
+                    continue  # loaded, with these rows, on its first search
+                if before == 0 or entry.version != before:  # someone else wrote in between: load it all again
+                    self._loaded.pop(repo)
+                    continue
+                for issue, vector in items:
+                    if issue.repo == repo:
+                        entry.put(issue.number, issue.created_at, vector)
+                entry.version = after
 
     def scored(self, repo: str, vector: np.ndarray, numbers: list[int]) -> list[tuple[MemoryIssue, float]]:
         """These issues of `repo` with their cosine to `vector`, best first (those no longer stored left out)."""
@@ -78,6 +132,6 @@ class MemoryIndex:
         with self._lock:
             self._loaded[repo] = entry
             self._loaded.move_to_end(repo)
-            while len(self._loaded) > 1 and sum(len(e.numbers) for e in self._loaded.values()) > self.max_rows:
+            while len(self._loaded) > 1 and sum(e.size for e in self._loaded.values()) > self.max_rows:
                 self._loaded.popitem(last=False)
         return entry

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -13,7 +13,7 @@ import numpy as np
 from bot.domain import ErrorSignature, Neighbour, RelatedIssue, TriageResult
 from bot.links import issue_html_url
 from bot.memory.index import MemoryIndex
-from bot.memory.labels import LabelModel
+from bot.memory.labels import LabelModel, LabelModels
 from bot.memory.store import MemoryIssue, MemoryStore
 from bot.settings import Settings
 from bot.signatures import MATCHING_KINDS
@@ -29,20 +29,16 @@ class Memory:
 
     store: MemoryStore
     index: MemoryIndex
-    label_models: dict[str, LabelModel] = field(default_factory=dict)
+    labels: LabelModels
 
     def label_model(self, repo: str) -> LabelModel:
-        """The repository's label model, refitted once its history has grown by a twentieth since the last fit."""
-        model = self.label_models.get(repo)
-        if model is None or self.store.count(repo) > 1.05 * len(model.issues) + 1:
-            model = LabelModel.fit(*self.store.vectors(repo))
-            self.label_models[repo] = model
-        return model
+        """The repository's label model as it stands; refitted outside the triage job (see `LabelModels`)."""
+        return self.labels.current(repo)
 
     @classmethod
     def open(cls, settings: Settings) -> Memory:
         store = MemoryStore(settings.sqlite_url)
-        return cls(store, MemoryIndex(store, settings.memory_max_rows))
+        return cls(store, MemoryIndex(store, settings.memory_max_rows), LabelModels(store.vectors, store.count))
 
     def close(self) -> None:
         self.store.close()
@@ -51,7 +47,7 @@ class Memory:
         """Everything of `repo` goes (its index and label model here, its rows in the database); returns the
         text hashes of its issues, for the embedding cache to forget too."""
         self.index.forget(repo)
-        self.label_models.pop(repo, None)
+        self.labels.forget(repo)
         return self.store.delete_repo(repo)
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from bot.domain import ErrorSignature
 from bot.errors import ConfigError
 from bot.memory.signature_rows import replace_signatures, sharing_numbers, stored_signatures
-from bot.storage.database import connect_sqlite, live_postgres, transaction
+from bot.storage.database import connect_postgres, connect_sqlite, live_postgres, transaction
 from bot.storage.schema import create_tables
 
 SCHEMA = """
@@ -114,9 +114,10 @@ class MemoryStore:
 
     # --- issues -------------------------------------------------------------------------------------------
 
-    def upsert(self, items: Sequence[tuple[MemoryIssue, np.ndarray]]) -> None:
+    def upsert(self, items: Sequence[tuple[MemoryIssue, np.ndarray]]) -> dict[str, tuple[int, int]]:
         """Insert or replace issues (keyed by repository and number) with their signatures: a repeated sync never
-        duplicates, and an edited issue keeps only the signatures its text shows now."""
+        duplicates, and an edited issue keeps only the signatures its text shows now. Returns each repository's
+        version (before, after) the write, for the index to append in place."""
         now = time.time()
         rows = [(i.repo, i.number, i.type, i.title, i.state, i.state_reason, json.dumps(i.labels), i.created_at,
                  i.closed_at, i.closed_by, i.duplicate_of, i.text_hash, _blob(v), now) for i, v in items]
@@ -127,8 +128,7 @@ class MemoryStore:
                     f"ON CONFLICT (repo, number) DO UPDATE SET {updates}", row)
             for i, _ in items:
                 replace_signatures(run, i.repo, i.number, i.signatures)
-            for repo in {i.repo for i, _ in items}:
-                _bump(run, repo)
+            return {repo: _bump(run, repo, self.postgres) for repo in {i.repo for i, _ in items}}
 
     def update_fields(self, repo: str, number: int, **fields: Any) -> bool:
         """Change some fields of a stored issue (labels, state...); False when the issue is not stored."""
@@ -268,12 +268,17 @@ class MemoryStore:
                 "state = excluded.state, fetched_at = excluded.fetched_at", (key, title, type_, state, time.time()))
 
 
-def _bump(run: Any, repo: str) -> None:
+def _bump(run: Any, repo: str, postgres: bool = False) -> tuple[int, int]:
+    """The repository's version (before, after) this write; the row is locked first on PostgreSQL (SQLite's
+    write lock is taken at BEGIN), so `before` is the version this write follows."""
     # A new version is at least the clock in nanoseconds: a repository forgotten (its row deleted) and
     # synced again never gets back a version that a replica's index still holds for its old rows.
-    run("INSERT INTO memory_versions (repo, version) VALUES (?, ?) ON CONFLICT (repo) DO UPDATE SET version = "
-        "CASE WHEN excluded.version > memory_versions.version THEN excluded.version "
-        "ELSE memory_versions.version + 1 END", (repo, time.time_ns()))
+    row = run("SELECT version FROM memory_versions WHERE repo = ?" + (" FOR UPDATE" if postgres else ""),
+              (repo,)).fetchone()
+    after = run("INSERT INTO memory_versions (repo, version) VALUES (?, ?) ON CONFLICT (repo) DO UPDATE SET "
+                "version = CASE WHEN excluded.version > memory_versions.version THEN excluded.version "
+                "ELSE memory_versions.version + 1 END RETURNING version", (repo, time.time_ns())).fetchone()
+    return (int(row[0]) if row else 0), int(after[0])
 
 
 def _blob(vector: np.ndarray) -> bytes:
@@ -287,11 +292,5 @@ def _issue(row: Sequence[Any], signatures: dict[int, tuple[ErrorSignature, ...]]
 
 
 def _connect(url: str, postgres: bool) -> Any:
-    if postgres:
-        import psycopg
-
-        try:
-            return psycopg.connect(url)
-        except psycopg.OperationalError as exc:
-            raise ConfigError(f"DDL_TRIAGE_DATABASE_URL: cannot connect to PostgreSQL: {exc}".strip()) from None
-    return connect_sqlite(url, busy_timeout_s=30.0)
+    """A statement (a lock wait included) is bounded at 30 s on either database, as the queue's are."""
+    return connect_postgres(url, 30.0) if postgres else connect_sqlite(url, busy_timeout_s=30.0)

@@ -1,10 +1,13 @@
-"""History sync: page through a repository's issues oldest first into the memory, resumable from a cursor."""
+"""History sync: page through a repository's issues oldest first into the memory, resumable from a cursor,
+within a page budget that a job shares across its repositories; near the rate limit it stops (the caller
+resumes once the limit resets) rather than sleep."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -15,6 +18,30 @@ from bot.memory.store import MemoryStore, SyncCursor
 log = logging.getLogger(__name__)
 
 PER_PAGE = 100
+
+
+class ReadsExhausted(Exception):
+    """The installation's hourly requests are down to the reserve kept for triage: resume in `wait_s` seconds.
+    The cursor is saved; nothing is lost by stopping here."""
+
+    def __init__(self, repo: str, wait_s: float) -> None:
+        super().__init__(f"history sync of {repo}: the rate limit's reserve is reached; resume in {wait_s:.0f}s")
+        self.repo = repo
+        self.wait_s = wait_s
+
+
+@dataclass
+class PageBudget:
+    """Pages one job may still read, across every repository it syncs."""
+
+    left: int
+
+    def take(self) -> bool:
+        """Spend one page; False when none is left."""
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
 
 
 class IssueReader(Protocol):
@@ -30,23 +57,28 @@ class IssueReader(Protocol):
 
 def sync_repository(client: IssueReader, store: MemoryStore, embedder: Embedder, repo: str, *,
                     installation_id: int | None = None, since: datetime | None = None, limit: int | None = None,
-                    max_pages: int | None = None, per_page: int = PER_PAGE, page_interval_s: float = 0.0,
-                    restart: bool = False, sleep: Callable[[float], None] = time.sleep) -> SyncCursor:
-    """Sync `repo` from where its cursor stands (page 1 when new, finished or `restart`).
+                    max_pages: int | None = None, budget: PageBudget | None = None, per_page: int = PER_PAGE,
+                    page_interval_s: float = 0.0, restart: bool = False, wait_for_reset: bool = False,
+                    sleep: Callable[[float], None] = time.sleep) -> SyncCursor:
+    """Sync `repo` from where its cursor stands (page 1 when new, finished, pending or `restart`).
 
     The cursor is saved after every page, so a crash or a restart resumes at the next page; issues are
     upserted by (repository, number), so pages read twice never duplicate anything. `limit` stops after
-    that many issues and `max_pages` after that many pages (a slice of a background job): both leave the
-    cursor 'running' for the next call.
+    that many issues, `max_pages` after that many pages and `budget` when the job's pages are spent (a slice
+    of a background job): each leaves the cursor 'running' for the next call. Near the rate limit it raises
+    `ReadsExhausted` (the caller reschedules), or with `wait_for_reset` sleeps until the reset (a CLI run).
     """
     cursor = store.cursor(repo)
     if cursor is None or cursor.status != "running" or restart:
         cursor = SyncCursor(repo=repo, installation_id=installation_id, started_at=time.time(),
                             since=since.isoformat() if since else None)
     since_at = datetime.fromisoformat(cursor.since) if cursor.since else None
-    pages = done_now = 0
+    budget = budget if budget is not None else PageBudget(max_pages if max_pages is not None else 1 << 62)
+    done_now = 0
     store.save_cursor(cursor)
-    while True:
+    while budget.left > 0:
+        mind_the_rate_limit(client, repo, wait_for_reset, sleep)
+        budget.take()
         page = client.list_issues_page(repo, cursor.page, per_page, since_at)
         items = page[: max(0, limit - done_now)] if limit is not None else page
         if items:
@@ -58,7 +90,6 @@ def sync_repository(client: IssueReader, store: MemoryStore, embedder: Embedder,
                 records.append(memory_issue(repo, data, closed_by, duplicate_of))
             store.upsert(list(zip(records, embed_records(embedder, items), strict=True)))
         done_now += len(items)
-        pages += 1
         if len(items) < len(page):  # stopped by the limit inside this page: read it again next time
             status, next_page = "running", cursor.page
         elif len(page) == per_page:
@@ -69,9 +100,19 @@ def sync_repository(client: IssueReader, store: MemoryStore, embedder: Embedder,
         store.save_cursor(cursor)
         log.info("history sync of %s: %d issue(s) so far, next page %d", repo, cursor.synced, cursor.page,
                  extra={"repo": repo, "synced": cursor.synced, "page": cursor.page, "status": cursor.status})
-        if cursor.status == "done" or (limit is not None and done_now >= limit) or \
-                (max_pages is not None and pages >= max_pages):
+        if cursor.status == "done" or (limit is not None and done_now >= limit):
             return cursor
-        wait = max(page_interval_s, client.pace_reads())
-        if wait > 0:
-            sleep(wait)
+        if page_interval_s > 0 and budget.left > 0:
+            sleep(page_interval_s)
+    return cursor
+
+
+def mind_the_rate_limit(client: IssueReader, repo: str, wait_for_reset: bool,
+                        sleep: Callable[[float], None]) -> None:
+    """Before a page: past the reserve kept for triage, wait for the reset (a CLI) or raise for the caller."""
+    reset_s = client.pace_reads()
+    if reset_s <= 0:
+        return
+    if not wait_for_reset:
+        raise ReadsExhausted(repo, reset_s)
+    sleep(reset_s)

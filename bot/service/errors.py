@@ -75,3 +75,11 @@ class PermanentGitHubError(GitHubError):
 
 class NotFound(PermanentGitHubError):
     """GitHub answered 404."""
+
+
+class WriteDeferred(ServiceError):
+    """A write to an installation is not due yet: the job is queued again for `slot` (a time), holding it."""
+
+    def __init__(self, message: str, slot: float) -> None:
+        super().__init__(message)
+        self.slot = slot

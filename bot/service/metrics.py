@@ -56,7 +56,7 @@ class Metrics:
     def render(self, job_counts: dict[str, int], ready: bool) -> bytes:
         """The text exposition (every process's series under `serve`), with the queue gauge read from the
         store and readiness (a worker, here or in a worker process, has its engine) at scrape time."""
-        for status in ("queued", "running", "done", "failed"):
+        for status in ("queued", "running", "done", "failed", "superseded"):
             self.queue.labels(status=status).set(job_counts.get(status, 0))
         self.ready.set(1 if ready else 0)
         if self.shared_dir is None:

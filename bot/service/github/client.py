@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from github import Github
-from github.GithubObject import NotSet
 from github.IssueComment import IssueComment
 
 from bot.comment import has_marker
@@ -117,12 +116,16 @@ class InstallationClient:
 
     def list_issues_page(self, repo: str, page: int, per_page: int = 100, since: datetime | None = None
                          ) -> list[dict[str, Any]]:
-        """One page (1-based) of the repository's issues and pull requests, all states, oldest first."""
-        self._gh.per_page = per_page
+        """One page (1-based) of the repository's issues and pull requests, all states, oldest first: one
+        request (the listed objects' `raw_data` would read each issue again, 100 requests a page)."""
+        params: dict[str, Any] = {"state": "all", "sort": "created", "direction": "asc", "per_page": per_page,
+                                  "page": page}
+        if since is not None:
+            params["since"] = (since.astimezone(UTC) if since.tzinfo else since).strftime(
+                "%Y-%m-%dT%H:%M:%SZ")
         with github_errors(f"list issues of {repo}, page {page}"):
-            listing = self._gh.get_repo(repo).get_issues(state="all", sort="created", direction="asc",
-                                                         since=since if since else NotSet)
-            return [issue.raw_data for issue in listing.get_page(page - 1)]
+            _headers, data = self._gh.requester.requestJsonAndCheck("GET", f"/repos/{repo}/issues", parameters=params)
+        return [item for item in data if isinstance(item, dict)] if isinstance(data, list) else []
 
     def closing_reference(self, repo: str, number: int) -> tuple[str | None, int | None]:
         """What closed an issue according to its timeline: ("#PR" or a commit sha, duplicate-of number)."""
@@ -158,4 +161,5 @@ class InstallationClient:
         remaining, _limit = self._gh.requester.rate_limiting  # from the last answer's headers; no request
         if remaining < 0 or remaining > reserve:
             return 0.0
-        return max(0.0, self._gh.requester.rate_limiting_resettime - time.time()) + 1.0
+        wait = self._gh.requester.rate_limiting_resettime - time.time()
+        return wait + 1.0 if wait > 0 else 0.0  # past the reset, the last answer's count is stale

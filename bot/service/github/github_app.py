@@ -31,12 +31,13 @@ class GitHubApp:
         self._lock = threading.Lock()
         self._clients: OrderedDict[int, InstallationClient] = OrderedDict()
         self._last_write: dict[int, float] = {}
-        self._reserve: Callable[[int, float], float] | None = None
+        self._pace: Callable[[int, float], None] | None = None
 
-    def pace_with(self, reserve: Callable[[int, float], float]) -> None:
-        """Book writes with `reserve(installation, interval)` -> the time to write at (a booking in the shared
-        database, so that every replica's writes to one installation are paced together)."""
-        self._reserve = reserve
+    def pace_with(self, pace: Callable[[int, float], None]) -> None:
+        """Pace writes with `pace(installation, interval)`, which returns when the write may go or raises to
+        defer the job (a booking in the shared database, so every replica's writes to one installation are
+        paced together; see `queue/pacing.py`)."""
+        self._pace = pace
 
     def installation(self, installation_id: int) -> InstallationClient:
         """A client acting as one installation. Nothing is asked of GitHub here: the token is bought on the
@@ -53,14 +54,19 @@ class GitHubApp:
             self._clients.move_to_end(installation_id)
             return client
 
+    def renew(self, installation_id: int) -> InstallationClient:
+        """A new client for the installation, whose first request buys a fresh token (after a 401: the
+        cached one was revoked, or expired early by the clock)."""
+        with self._lock:
+            self._clients.pop(installation_id, None)
+        return self.installation(installation_id)
+
     def _pace_write(self, installation_id: int) -> None:
         """At most one write per `write_interval_s` per installation (GitHub's guidance for bots)."""
         if self._write_interval_s <= 0:
             return
-        if self._reserve is not None:
-            wait = self._reserve(installation_id, self._write_interval_s) - time.time()
-            if wait > 0:
-                time.sleep(wait)
+        if self._pace is not None:
+            self._pace(installation_id, self._write_interval_s)
             return
         with self._lock:
             now = time.monotonic()

@@ -22,6 +22,8 @@ def load_repo_config(client: InstallationClient | None, repo: str, taxonomy: Tax
     try:
         text = client.read_file(repo, CONFIG_PATH) if client else None
     except PermanentGitHubError as exc:  # e.g. 403: the App's single-file permission names another path
+        if exc.status == 401:  # the token, not the file: the job retries with a fresh one
+            raise
         log.warning("%s cannot be read, using the defaults: %s", where, exc)
         text = None
     return parse_repo_config(text, taxonomy, where)

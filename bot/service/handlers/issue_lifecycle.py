@@ -27,9 +27,9 @@ def remember_issue(ctx: JobContext, repo: str, data: dict[str, Any]) -> None:
             closed_by, duplicate_of = ctx.client.closing_reference(repo, int(data["number"]))
         except (NotFound, PermanentGitHubError) as exc:
             log.warning("timeline of %s#%s not read: %s", repo, data["number"], exc)
-    memory = ctx.state.memory
-    memory.store.upsert([(memory_issue(repo, data, closed_by, duplicate_of),
-                          embed_records(ctx.engine.embedder, [data])[0])])
+    # Through the index: the issue joins the loaded matrix, so the next search reloads nothing.
+    ctx.state.memory.index.save([(memory_issue(repo, data, closed_by, duplicate_of),
+                                  embed_records(ctx.engine.embedder, [data])[0])])
 
 
 @router.register("issues", "closed", "labeled", "unlabeled")

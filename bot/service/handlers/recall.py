@@ -29,7 +29,8 @@ def recall(ctx: JobContext, repo: str, number: int, issue: Issue, result: Triage
     settings = ctx.state.settings
     normalised = normalise(issue)
     vector = ctx.engine.embedder.embed([normalised.text])[0]  # a cache hit: the engine embedded it
-    examples = [*corrected_examples(ctx.engine.embedder, vector, ctx.state.store.feedback_cases(), repo, number),
+    examples = [*corrected_examples(ctx.engine.embedder, vector, ctx.state.store.feedback_cases(repo=repo), repo,
+                                    number),
                 *labelled_examples(memory.index, vector, repo, number, config)]
     result = blend(ctx.engine, result, examples)
     related = related_issues(memory, settings, repo, number, vector, normalised.signatures)

@@ -9,6 +9,13 @@ from typing import Any
 
 # A redelivered id whose job had failed for good is queued again (GitHub's "Redeliver" is the retry).
 REQUEUE_FAILED = "UPDATE jobs SET status = 'queued', attempts = 0, next_attempt_at = ?, updated_at = ?"
+# Jobs that triage an issue as it is now: a queued one is superseded by a newer one for the same issue, so a
+# burst of edits runs one triage of the latest text. The superseded job stays, with this status, for the ops pages.
+TRIAGE_EVENT, TRIAGE_ACTIONS = "issues", ("opened", "edited", "reopened")
+SUPERSEDED = "superseded"
+_SUPERSEDE = (f"UPDATE jobs SET status = '{SUPERSEDED}', updated_at = ?, last_error = {{reason}}, lease_token = NULL "
+              f"{{source}}WHERE status = 'queued' AND event = '{TRIAGE_EVENT}' AND action IN "
+              f"({', '.join(repr(a) for a in TRIAGE_ACTIONS)}) AND {{match}}")
 # What storing a delivery gives: whether it was new, and its job's id (None: a duplicate with nothing to redo).
 Recorded = tuple[bool, int | None]
 
@@ -44,7 +51,15 @@ def _record_row(run: Any, d: NewDelivery, now: float) -> Recorded:
     row = run("INSERT INTO jobs (delivery_id, event, action, issue_key, status, next_attempt_at, received_at, "
               "updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?) RETURNING id",
               (d.delivery_id, d.event, d.action, d.issue_key, now, now, now)).fetchone()
+    if coalesces(d):
+        run(_SUPERSEDE.format(reason="?", source="", match="issue_key = ? AND id < ?"),
+            (now, f"superseded by job {row[0]} (delivery {d.delivery_id})", d.issue_key, row[0]))
     return True, int(row[0])
+
+
+def coalesces(d: NewDelivery) -> bool:
+    """Whether the delivery's job triages its issue afresh (and so supersedes older queued ones)."""
+    return d.event == TRIAGE_EVENT and d.action in TRIAGE_ACTIONS
 
 
 def _record_set(run: Any, deliveries: Sequence[NewDelivery], now: float) -> list[Recorded]:
@@ -70,6 +85,11 @@ def _record_set(run: Any, deliveries: Sequence[NewDelivery], now: float) -> list
             "FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[]) WITH ORDINALITY AS t(d, e, a, k, n) "
             "WHERE d = ANY(%b::text[]) ORDER BY n RETURNING id, delivery_id",
             (now, now, now, columns[0], columns[1], columns[2], columns[4], list(new))).fetchall()}
+    newest = {d.issue_key: jobs[d.delivery_id] for d in first if d.delivery_id in jobs and coalesces(d)}
+    if newest:  # the key's newest job of this batch supersedes its older queued ones, in one statement
+        run(_SUPERSEDE.format(reason="'superseded by job ' || n.id", match="issue_key = n.k AND jobs.id < n.id",
+                              source="FROM unnest(%b::text[], %b::bigint[]) AS n(k, id) "),
+            (now, list(newest), list(newest.values())))
     seen = [d.delivery_id for d in first if d.delivery_id not in new]
     requeued = {row[1]: int(row[0]) for row in run(
         f"{REQUEUE_FAILED} WHERE delivery_id = ANY(%b::text[]) AND status = 'failed' RETURNING id, delivery_id",

@@ -18,6 +18,7 @@ class Job(BaseModel):
     last_error: str | None = None
     received_at: float
     lease_token: str | None = None  # the claim this copy was taken under; outcome writes need it
+    write_slot: float | None = None  # a write to its installation booked at this time by an earlier run
 
 
 class Decision(BaseModel):

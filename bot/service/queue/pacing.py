@@ -1,14 +1,26 @@
-"""Write pacing shared by every process and replica: at most one write per interval per installation."""
+"""Write pacing shared by every process and replica: at most one write per interval per installation.
+
+A write that is not due yet does not sleep in the worker: the job books the installation's next free slot
+and is queued again for that time (`WriteDeferred`), holding the slot, so its next run writes at once
+without booking again. A job deferred N places back runs once more, not N times."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
+from bot.service.errors import WriteDeferred
 from bot.service.queue.store import Store
+
+# A wait this short is slept: less than a rerun of the job's reads would cost.
+INLINE_WAIT_S = 0.05
+_held_slot: ContextVar[float | None] = ContextVar("ddl_triage_held_write_slot", default=None)
 
 
 def reserve_write(store: Store, installation_id: int, interval_s: float, now: float | None = None) -> float:
-    """Book this process's next write to one installation; returns when it may happen (wait until then).
+    """Book the next write to one installation; returns when it may happen.
 
     The booking is one upsert on a row per installation, so every process on the same database sees the
     others' bookings and writes to one installation are at least `interval_s` apart in all.
@@ -20,3 +32,32 @@ def reserve_write(store: Store, installation_id: int, interval_s: float, now: fl
                   "WHEN write_pacing.next_write_at + ? > ? THEN write_pacing.next_write_at + ? ELSE ? END "
                   "RETURNING next_write_at", (installation_id, now, interval_s, now, interval_s, now)).fetchone()
     return float(row[0])
+
+
+def pace_write(store: Store, installation_id: int, interval_s: float) -> None:
+    """Return when a write to the installation may go now; else raise `WriteDeferred` with the booked slot.
+
+    The job's own slot (booked by its earlier run, see `holding_write_slot`) is used first, once.
+    """
+    held = _held_slot.get()
+    if held is not None:
+        _held_slot.set(None)  # one write per booking: a second write of the job books its own
+        if held <= time.time() + INLINE_WAIT_S:
+            time.sleep(max(0.0, held - time.time()))
+            return
+    slot = reserve_write(store, installation_id, interval_s)
+    wait = slot - time.time()
+    if wait > INLINE_WAIT_S:
+        raise WriteDeferred(f"write to installation {installation_id} paced to its slot", slot)
+    if wait > 0:
+        time.sleep(wait)
+
+
+@contextmanager
+def holding_write_slot(slot: float | None) -> Iterator[None]:
+    """Run a job with the write slot its earlier run booked (None: it holds none)."""
+    token = _held_slot.set(slot)
+    try:
+        yield
+    finally:
+        _held_slot.reset(token)

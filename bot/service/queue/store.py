@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     lease_token TEXT, lease_expires_at DOUBLE PRECISION);
 CREATE INDEX IF NOT EXISTS jobs_due ON jobs (status, next_attempt_at);
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_running_per_issue ON jobs (issue_key) WHERE status = 'running';
+CREATE INDEX IF NOT EXISTS jobs_queued_by_issue ON jobs (issue_key) WHERE status = 'queued';
 CREATE TABLE IF NOT EXISTS decisions (
     delivery_id TEXT PRIMARY KEY, repo TEXT NOT NULL, number INTEGER NOT NULL,
     created_at DOUBLE PRECISION NOT NULL, decision TEXT NOT NULL);
@@ -44,6 +45,7 @@ CREATE TABLE IF NOT EXISTS feedback (
     id {serial} PRIMARY KEY, delivery_id TEXT NOT NULL, repo TEXT NOT NULL, number INTEGER NOT NULL,
     axis TEXT NOT NULL, value TEXT NOT NULL, author TEXT NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL,
     created_at DOUBLE PRECISION NOT NULL, UNIQUE (delivery_id, axis));
+CREATE INDEX IF NOT EXISTS feedback_by_repo ON feedback (repo, id);
 CREATE TABLE IF NOT EXISTS redeliveries (guid TEXT PRIMARY KEY, asked_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE IF NOT EXISTS workers (
     id TEXT PRIMARY KEY, ready INTEGER NOT NULL, beat_at DOUBLE PRECISION NOT NULL);
@@ -51,9 +53,10 @@ CREATE TABLE IF NOT EXISTS write_pacing (
     installation_id BIGINT PRIMARY KEY, next_write_at DOUBLE PRECISION NOT NULL);
 """
 # Columns added after the first release: added to an older database at start-up.
-MIGRATIONS = (("jobs", "lease_token", "TEXT"), ("jobs", "lease_expires_at", "DOUBLE PRECISION"))
+MIGRATIONS = (("jobs", "lease_token", "TEXT"), ("jobs", "lease_expires_at", "DOUBLE PRECISION"),
+              ("jobs", "write_slot", "DOUBLE PRECISION"))
 JOB_COLUMNS = ("id, delivery_id, event, action, issue_key, status, attempts, last_error, received_at, "
-               "lease_token")
+               "lease_token, write_slot")
 # The oldest due job whose issue has no job running: one issue's jobs never race for its comment.
 CLAIM = f"""
 UPDATE jobs SET status = 'running', attempts = attempts + 1, updated_at = ?, lease_token = ?,
@@ -185,14 +188,15 @@ class Store:
         return self._set_status(job_id, token, "failed", error)
 
     def retry_job(self, job_id: int, token: str | None, error: str, delay_s: float,
-                  spend_attempt: bool = True) -> bool:
-        """Queue the job again after `delay_s`; a rate-limit wait gives its attempt back."""
+                  spend_attempt: bool = True, write_slot: float | None = None) -> bool:
+        """Queue the job again after `delay_s`; a rate-limit wait gives its attempt back. `write_slot`: the
+        write the job booked (its next run writes then without booking again; see `pacing.py`)."""
         now = time.time()
         give_back = 0 if spend_attempt else 1
         with self._tx() as run:
             return bool(run("UPDATE jobs SET status = 'queued', last_error = ?, next_attempt_at = ?, "
-                            f"updated_at = ?, attempts = attempts - ?, lease_token = NULL {OWNED}",
-                            (error, now + delay_s, now, give_back, job_id, token)).rowcount)
+                            f"updated_at = ?, attempts = attempts - ?, lease_token = NULL, write_slot = ? {OWNED}",
+                            (error, now + delay_s, now, give_back, write_slot, job_id, token)).rowcount)
 
     def requeue_running(self, now: float | None = None) -> int:
         """Jobs left 'running' whose lease has expired (their worker died) are queued again."""
@@ -257,11 +261,13 @@ class Store:
                        "ORDER BY created_at, id", (repo, number)).fetchall()
         return {str(axis): str(value) for axis, value in rows}
 
-    def feedback_cases(self, after_id: int = 0) -> list[dict[str, Any]]:
-        """Every correction (or those stored after `after_id`) as a labelled case, oldest first."""
+    def feedback_cases(self, after_id: int = 0, repo: str | None = None) -> list[dict[str, Any]]:
+        """Every correction (or those stored after `after_id`, or of one repository) as a labelled case,
+        oldest first."""
+        where, params = ("AND repo = ? ", (repo,)) if repo is not None else ("", ())
         with self._tx() as run:
             rows = run("SELECT id, repo, number, axis, value, author, title, body FROM feedback WHERE id > ? "
-                       "ORDER BY id", (after_id,)).fetchall()
+                       f"{where}ORDER BY id", (after_id, *params)).fetchall()
         keys = ("id", "repo", "number", "axis", "value", "author", "title", "body")
         return [dict(zip(keys, row, strict=True)) for row in rows]
 

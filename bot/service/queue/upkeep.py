@@ -37,12 +37,13 @@ def retry_jobs(store: Store, job_ids: list[int] | None = None) -> int:
 def prune(store: Store, days: float, now: float | None = None) -> dict[str, int]:
     """Forget finished jobs, their deliveries, and decisions older than `days`; counts of what went.
 
-    Queued, running and failed jobs (and their deliveries) are kept: they still have work or an operator's
-    attention ahead of them.
+    Done and superseded jobs go; queued, running and failed jobs (and their deliveries) are kept: they still
+    have work or an operator's attention ahead of them.
     """
     cutoff = (time.time() if now is None else now) - days * DAY_S
     with store.transaction() as run:
-        jobs = run("DELETE FROM jobs WHERE status = 'done' AND updated_at < ?", (cutoff,)).rowcount
+        jobs = run("DELETE FROM jobs WHERE status IN ('done', 'superseded') AND updated_at < ?",
+                   (cutoff,)).rowcount
         deliveries = run("DELETE FROM deliveries WHERE received_at < ? AND NOT EXISTS "
                          "(SELECT 1 FROM jobs WHERE jobs.delivery_id = deliveries.id)", (cutoff,)).rowcount
         decisions = run("DELETE FROM decisions WHERE created_at < ?", (cutoff,)).rowcount

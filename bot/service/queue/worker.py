@@ -12,10 +12,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from bot.errors import TriageError
-from bot.service.errors import PermanentGitHubError, RateLimited, TransientGitHubError
+from bot.service.errors import PermanentGitHubError, RateLimited, TransientGitHubError, WriteDeferred
 from bot.service.handlers.dispatch import execute_job
 from bot.service.logs import bind_delivery
 from bot.service.queue.jobs import Job
+from bot.service.queue.pacing import holding_write_slot
 from bot.service.queue.recovery import recover_missed
 from bot.service.queue.upkeep import prune, worker_beat
 from bot.service.state import ServiceState
@@ -126,8 +127,10 @@ class Worker:
             return
         started = time.perf_counter()
         try:
-            with self._heartbeat(job):
+            with self._heartbeat(job), holding_write_slot(job.write_slot):
                 outcome = self._execute(self.state, job)
+        except WriteDeferred as exc:  # its installation's next write slot is booked for it: run it again then
+            self._defer(job, exc)
         except RateLimited as exc:  # GitHub said when: wait that long, and the attempt is not spent
             self._again(job, "rate_limited", str(exc), max(1.0, exc.retry_after), spend=False)
         except TransientGitHubError as exc:
@@ -195,6 +198,16 @@ class Worker:
         self.state.metrics.jobs.labels(outcome="retried").inc()
         log.warning("job %s attempt %d failed (%s); retrying in %.1fs", job.id, job.attempts, error, delay_s,
                     extra={"job": job.id, "reason": reason})
+
+    def _defer(self, job: Job, exc: WriteDeferred) -> None:
+        """Queue the job again at its booked write slot (not an attempt; the worker goes on to other jobs)."""
+        delay_s = max(0.0, exc.slot - time.time())
+        if not self.state.store.retry_job(job.id, job.lease_token, str(exc), delay_s, spend_attempt=False,
+                                          write_slot=exc.slot):
+            self._lost(job)
+            return
+        self.state.metrics.jobs.labels(outcome="deferred").inc()
+        log.info("job %s: %s; runs again in %.1fs", job.id, exc, delay_s, extra={"job": job.id})
 
     def _database_down(self, job: Job, exc: Exception) -> None:
         """The database is locked, full or restarting: not the job's fault, so its attempt is given back

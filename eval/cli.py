@@ -17,15 +17,17 @@ from bot.errors import ConfigError, TriageError
 from bot.paths import default_data_dir
 from bot.predictors import predictor_names
 from bot.settings import Settings
+from eval.measures_cli import diagnostics, floor, signatures
 from eval.task import RunConfig, default_predictors, load_task, task_config
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Benchmarks of ddl-triage on the gold datasets, with the bot's own engine.")
 
-SIGNATURE_FILES = ("ddl-dev.jsonl", "ddl-dev-r3.jsonl", "liu23.jsonl")
 MAX_DEFAULT_WORKERS = 8  # each worker holds its own copy of the case base and scikit-learn
 LLM_HINT = ("the llm predictor needs a backend: set DDL_TRIAGE_LLM (openai:MODEL with DDL_TRIAGE_LLM_API_KEY or "
             "DDL_TRIAGE_LLM_BASE_URL, or local:/path/to/model)")
+for measure in (floor, diagnostics, signatures):  # the measures behind the README's tables: eval/measures_cli.py
+    app.command()(measure)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -202,57 +204,6 @@ def validate(
         print(f"eval: error: {problem}", file=sys.stderr)
     if problems:
         fail(f"{len(problems)} problem(s), listed above")
-
-
-@app.command()
-def floor(
-    dataset: Annotated[list[Path] | None, typer.Option(help="Records whose neighbours are scored (default: the "
-                                                       "ddl-dev files).")] = None,
-) -> None:
-    """Precision of "the neighbour shares the gold symptom" per similarity bin (the comment's floor)."""
-    from bot.dataset import default_case_files
-    from eval.neighbour_floor import format_table, measure_floor
-
-    settings = load_settings()
-    files = default_case_files(settings.data_dir)
-    queries = dataset or [f for f in files if f.name.startswith("ddl-dev")]
-    print(f"neighbours of {', '.join(q.name for q in queries)} among {', '.join(f.name for f in files)} (k=10)")
-    print(format_table(measure_floor(settings, queries, files)))
-
-
-@app.command()
-def diagnostics(
-    dataset: Annotated[list[str] | None, typer.Option(help="Gold files of the data directory to read (default: "
-                                                      "ddl-dev.jsonl, ddl-dev-r3.jsonl, liu23.jsonl).")] = None,
-) -> None:
-    """Per entry of taxonomy/diagnostics.yaml: how often it fires on the gold texts, and how often rightly."""
-    from eval.diagnostics import GOLD_TEXT_FILES, format_summary, format_table, gold_cases, measure_diagnostics
-
-    settings = load_settings()
-    if settings.data_dir is None:
-        fail("no data directory: set DDL_TRIAGE_DATA_DIR (the folder of ddl-dev.jsonl)")
-    files, cases = gold_cases(settings.data_dir, tuple(dataset or GOLD_TEXT_FILES))
-    report = measure_diagnostics(files, cases)
-    print(format_table(report) + "\n")
-    print(format_summary(report))
-
-
-@app.command()
-def signatures(
-    dataset: Annotated[list[Path] | None, typer.Option(help="Gold files whose records are compared (default: both "
-                                                       "ddl-dev files and liu23.jsonl).")] = None,
-) -> None:
-    """Error signatures on the gold data: coverage, recurrence, and gold-symptom precision beside the cosine floor."""
-    from eval.signature_report import format_report, measure_signatures
-
-    settings = load_settings()
-    if settings.data_dir is None:
-        raise ConfigError("no gold data: set DDL_TRIAGE_DATA_DIR to the directory of the gold files")
-    files = dataset or [settings.data_dir / n for n in SIGNATURE_FILES if (settings.data_dir / n).is_file()]
-    report = measure_signatures(settings, files)
-    print(f"error signatures of {report.records} records of {', '.join(f.name for f in files)}; pairs of records "
-          "sharing a signature (or above a cosine floor) with the same established gold symptom")
-    print(format_report(report))
 
 
 @app.command()

@@ -1,0 +1,62 @@
+"""The measures behind the README's tables, as `python -m eval` commands: the similarity floor, the diagnostic
+knowledge base and the error signatures on the gold data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+SIGNATURE_FILES = ("ddl-dev.jsonl", "ddl-dev-r3.jsonl", "liu23.jsonl")
+
+
+def floor(
+    dataset: Annotated[list[Path] | None, typer.Option(help="Records whose neighbours are scored (default: the "
+                                                       "ddl-dev files).")] = None,
+) -> None:
+    """Precision of "the neighbour shares the gold symptom" per similarity bin (the comment's floor)."""
+    from bot.dataset import default_case_files
+    from eval.cli import load_settings
+    from eval.neighbour_floor import format_table, measure_floor
+
+    settings = load_settings()
+    files = default_case_files(settings.data_dir)
+    queries = dataset or [f for f in files if f.name.startswith("ddl-dev")]
+    print(f"neighbours of {', '.join(q.name for q in queries)} among {', '.join(f.name for f in files)} (k=10)")
+    print(format_table(measure_floor(settings, queries, files)))
+
+
+def diagnostics(
+    dataset: Annotated[list[str] | None, typer.Option(help="Gold files of the data directory to read (default: "
+                                                      "ddl-dev.jsonl, ddl-dev-r3.jsonl, liu23.jsonl).")] = None,
+) -> None:
+    """Per entry of taxonomy/diagnostics.yaml: how often it fires on the gold texts, and how often rightly."""
+    from eval.cli import fail, load_settings
+    from eval.diagnostics import GOLD_TEXT_FILES, format_summary, format_table, gold_cases, measure_diagnostics
+
+    settings = load_settings()
+    if settings.data_dir is None:
+        fail("no data directory: set DDL_TRIAGE_DATA_DIR (the folder of ddl-dev.jsonl)")
+    files, cases = gold_cases(settings.data_dir, tuple(dataset or GOLD_TEXT_FILES))
+    report = measure_diagnostics(files, cases)
+    print(format_table(report) + "\n")
+    print(format_summary(report))
+
+
+def signatures(
+    dataset: Annotated[list[Path] | None, typer.Option(help="Gold files whose records are compared (default: both "
+                                                       "ddl-dev files and liu23.jsonl).")] = None,
+) -> None:
+    """Error signatures on the gold data: coverage, recurrence, and gold-symptom precision beside the cosine floor."""
+    from eval.cli import fail, load_settings
+    from eval.signature_report import format_report, measure_signatures
+
+    settings = load_settings()
+    if settings.data_dir is None:
+        fail("no gold data: set DDL_TRIAGE_DATA_DIR to the directory of the gold files")
+    files = dataset or [settings.data_dir / n for n in SIGNATURE_FILES if (settings.data_dir / n).is_file()]
+    report = measure_signatures(settings, files)
+    print(f"error signatures of {report.records} records of {', '.join(f.name for f in files)}; pairs of records "
+          "sharing a signature (or above a cosine floor) with the same established gold symptom")
+    print(format_report(report))

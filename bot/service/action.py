@@ -25,6 +25,7 @@ from bot.service.handlers.context import JobContext
 from bot.service.handlers.dispatch import ROUTER
 from bot.service.state import Role, build_state
 from bot.settings import Settings
+from bot.shadow import service_shadow
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ class ActionContext(JobContext):
 
     @property
     def shadow(self) -> bool:
-        return self.state.settings.shadow
+        return service_shadow(self.state.settings, can_post=self.client is not None)
 
 
 class Pacer:

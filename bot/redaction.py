@@ -3,6 +3,7 @@ configured secrets themselves (webhook secret, ops token, API keys). One filter,
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Iterable
@@ -16,6 +17,7 @@ _SECRETS = re.compile(r"(gh[pousr]_[A-Za-z0-9]{8,}|github_pat_[A-Za-z0-9_]{8,}|e
 # scheme://user:PASSWORD@host: the password goes, the rest (which database) stays readable.
 _URL_PASSWORD = re.compile(r"(?P<head>\b[a-z][a-z0-9+.-]*://[^\s:/@'\"]*:)[^\s@'\"]+(?P<at>@)", re.IGNORECASE)
 _SHORTEST = 6  # a configured secret shorter than this is not searched for (it would mask ordinary words)
+_STANDARD = set(vars(logging.makeLogRecord({})))  # a record's own attributes; the rest are a call's `extra`
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
@@ -45,13 +47,22 @@ class RedactingFilter(logging.Filter):
         message = record.getMessage()
         record.msg, record.args = redact(message, self.secrets), None
         for key, value in list(vars(record).items()):
-            if isinstance(value, str) and key not in ("msg", "name", "levelname", "pathname", "filename"):
-                record.__dict__[key] = redact(value, self.secrets)
+            if key not in _STANDARD:
+                record.__dict__[key] = self._extra(value)
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
             record.exc_text = redact(record.exc_text, self.secrets)
         return True
+
+    def _extra(self, value: object) -> object:
+        if isinstance(value, str):
+            return redact(value, self.secrets)
+        if isinstance(value, (dict, list, tuple)):  # masked through its JSON form, its shape kept
+            text = json.dumps(value, default=str)
+            masked = redact(text, self.secrets)
+            return json.loads(masked) if masked != text else value
+        return value
 
 
 def install_redaction(settings: Settings | None = None, logger: logging.Logger | None = None) -> None:

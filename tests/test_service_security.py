@@ -129,7 +129,8 @@ def test_the_root_handler_redacts_every_kind_of_secret_from_any_logger(settings:
         log = logging.getLogger("somewhere.else")
         log.info("connecting to %s", f"postgresql://user:{DB_PASSWORD}@host/db")
         log.warning("secret %s token %s key %s", "hook-secret-123", "ops-token-456", "sk-live-789xyz",
-                    extra={"url": f"postgresql://u:{DB_PASSWORD}@h/d", "auth": "token ghs_abcdefgh12345678"})
+                    extra={"url": f"postgresql://u:{DB_PASSWORD}@h/d", "auth": "token ghs_abcdefgh12345678",
+                           "headers": {"Authorization": "Bearer ops-token-456"}, "count": 3})
         try:
             raise RuntimeError(f"cannot reach postgresql://user:{DB_PASSWORD}@host/db")
         except RuntimeError:
@@ -141,6 +142,7 @@ def test_the_root_handler_redacts_every_kind_of_secret_from_any_logger(settings:
     lines = [json.loads(line) for line in text.splitlines()]
     assert lines[0]["msg"] == "connecting to postgresql://user:[redacted]@host/db"
     assert len(lines) == 3 and "[redacted]" in lines[2]["error"]
+    assert lines[1]["headers"] == {"Authorization": "Bearer [redacted]"} and lines[1]["count"] == 3
     for secret in (DB_PASSWORD, "hook-secret-123", "ops-token-456", "sk-live-789xyz", "ghs_abcdefgh12345678"):
         assert secret not in text, secret
 

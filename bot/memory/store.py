@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from bot.errors import ConfigError
+from bot.redaction import redact
 from bot.storage.database import connect_sqlite, live_postgres, transaction
 from bot.storage.schema import create_tables
 
@@ -269,5 +270,6 @@ def _connect(url: str, postgres: bool) -> Any:
         try:
             return psycopg.connect(url)
         except psycopg.OperationalError as exc:
-            raise ConfigError(f"DDL_TRIAGE_DATABASE_URL: cannot connect to PostgreSQL: {exc}".strip()) from None
+            reason = " ".join(redact(str(exc)).split())  # one line, never the URL's password
+            raise ConfigError(f"DDL_TRIAGE_DATABASE_URL: cannot connect to PostgreSQL: {reason}") from None
     return connect_sqlite(url, busy_timeout_s=30.0)

@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from bot.domain import Issue
 from bot.errors import DataError, TriageError
+from bot.redaction import install_redaction, redact
 from bot.service.cli_commands import register as register_service_commands
 from bot.settings import Settings
 
@@ -270,15 +271,16 @@ def _register_subcommands() -> None:
 
     app.add_typer(pack_app, name="pack")
     register_memory(app)
+    register_service_commands(app)
 
 
 _register_subcommands()
-register_service_commands(app)
 
 
 def main() -> None:
     """Entry point: domain errors become one line on stderr and a non-zero exit, never a traceback."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    install_redaction()
     try:
         app(standalone_mode=True)
     except TriageError as exc:
@@ -291,7 +293,7 @@ def main() -> None:
 
 
 def _exit(message: str, code: int) -> NoReturn:
-    print(f"ddl-triage: error: {message}", file=sys.stderr)
+    print(f"ddl-triage: error: {redact(message)}", file=sys.stderr)
     sys.exit(code)
 
 

@@ -1,8 +1,8 @@
 """One owner per decision: what the bot does with a triage result on one repository.
 
-Thresholds (the repository's over the engine's), maintainers' corrections, the one shadow flag (the
-service's or the repository's) and the choice to comment and label are decided here, from arguments only;
-the router dispatches and the triage job carries the plan out.
+The repository's thresholds (applied by `bot/policy.py`, the one owner of abstention), maintainers'
+corrections, shadow mode (as `bot/shadow.py` decides it) and the choice to comment and label are put together
+here, from arguments only; the router dispatches and the triage job carries the plan out.
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.domain import AxisPrediction, TriageResult
-from bot.repo_config import RepoConfig, apply_thresholds, label_names
+from bot.policy import apply_thresholds
+from bot.repo_config import RepoConfig, label_names
+from bot.shadow import repository_shadow
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,7 @@ def plan_response(result: TriageResult, config: RepoConfig, corrections: dict[st
     """The plan for `result`: thresholds, then corrections (a maintainer's word beats any threshold);
     shadow if the service or the repository asks for it; post and label only outside shadow with a client."""
     shown = apply_corrections(apply_thresholds(result, config.thresholds), corrections)
-    shadow = service_shadow or config.shadow
+    shadow = repository_shadow(service_shadow, config)
     post = not shadow and can_post
     return Plan(result=shown, shadow=shadow, post=post, labels=label_names(config, shown) if post else [])
 

@@ -21,7 +21,7 @@ from bot.embedding import Embedder, EmbeddingCache
 from bot.facts import NON_BUG_KINDS, missing_facts, needs_details
 from bot.fitted import load_fitted, save_fitted
 from bot.normalise import NormalisedIssue, normalise
-from bot.policy import Calibrator, decide, fit_calibrator, out_of_fold
+from bot.policy import Calibrator, decide, fit_calibrator, out_of_fold, withhold_for_details
 from bot.predictors.base import Predictor, Query, TrainingSet, make_predictor, predictor_names, training_label
 from bot.retrieval import CaseIndex
 from bot.settings import AXES, Settings
@@ -142,8 +142,7 @@ class Engine:
         """Too little text for a bug report: abstain and ask for the facts; else ask for what is absent, and
         say which failures the diagnostic knowledge base recognises."""
         if needs_details(normalised) and result.label("kind") not in NON_BUG_KINDS:
-            predictions = {axis: p.model_copy(update={"label": None}) for axis, p in result.predictions.items()}
-            return result.model_copy(update={"predictions": predictions, "needs_details": True})
+            return withhold_for_details(result)
         missing = missing_facts(issue, normalised.environment, self.taxonomy, result.label("kind"),
                                 result.label("symptom"))
         diagnoses = diagnose(issue.title, issue.body, framework=normalised.environment.framework,

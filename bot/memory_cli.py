@@ -20,6 +20,7 @@ from bot.memory.queries import Memory, related_issues
 from bot.memory.store import MemoryStore
 from bot.memory.sync import sync_repository
 from bot.normalise import normalise
+from bot.redaction import redact
 from bot.settings import Settings
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def history_sync(
     finally:
         store.close()
     more = "" if cursor.status == "done" else f"; not finished: run again to resume at page {cursor.page}"
-    typer.echo(f"{repo}: {cursor.synced} issues in the memory ({settings.sqlite_url}){more}")
+    typer.echo(f"{repo}: {cursor.synced} issues in the memory ({redact(settings.sqlite_url)}){more}")
 
 
 def with_history(settings: Settings, embedder: Embedder, issues: Sequence[Issue], results: Sequence[TriageResult]
@@ -151,7 +152,7 @@ def backtest(
     store = MemoryStore(settings.sqlite_url)
     try:
         if store.count(repo) == 0:
-            raise ConfigError(f"{repo} has no synced issues in {settings.sqlite_url}; run "
+            raise ConfigError(f"{repo} has no synced issues in {redact(settings.sqlite_url)}; run "
                               f"`ddl-triage history sync --repo {repo}` first")
         result = run_backtest(store, repo, last, settings.memory_related_floor)
     finally:

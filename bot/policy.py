@@ -1,4 +1,10 @@
-"""Calibrated confidence per axis and the abstention policy: below the axis threshold, say "not sure"."""
+"""Calibrated confidence per axis and the abstention policy, in this module only: below the axis threshold say
+"not sure", and for a report too bare to triage (`needs_details`) show no label at all.
+
+The engine decides with its own thresholds; the repository's thresholds (`apply_thresholds`) and the blend of
+its labelled memory (`bot/memory/overrides.py`) decide again through `shown_label`, so neither can pick a label
+from the ranking that the engine withheld for want of details.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ import numpy as np
 from sklearn.isotonic import IsotonicRegression
 from sklearn.model_selection import KFold
 
-from bot.domain import AxisPrediction
+from bot.domain import AxisPrediction, TriageResult
 from bot.predictors.base import AxisDistributions, Distribution, Predictor, Query, TrainingSet
 from bot.settings import AXES
 
@@ -57,8 +63,16 @@ def top_labels(dist: Distribution, n: int = TOP_N) -> list[tuple[str, float]]:
     return [(label, round(p, 4)) for label, p in ranked[:max(n, 3)]]
 
 
+def shown_label(top: list[tuple[str, float]], confidence: float, threshold: float, *,
+                needs_details: bool = False) -> str | None:
+    """The one abstention rule: the head of the ranking at or above the threshold; none for a bare report."""
+    if needs_details or not top or confidence < threshold:
+        return None
+    return top[0][0]
+
+
 def decide(axis: str, dist: Distribution, calibrator: Calibrator, threshold: float,
-           raw: float | None = None) -> AxisPrediction:
+           raw: float | None = None, *, needs_details: bool = False) -> AxisPrediction:
     """The label to show (None to abstain), its calibrated confidence and the ranking head.
 
     `raw` is the score the calibrator was fitted on, when it is not the top probability (the llm predictor).
@@ -66,8 +80,26 @@ def decide(axis: str, dist: Distribution, calibrator: Calibrator, threshold: flo
     top = top_labels(dist)
     score = raw if raw is not None else (top[0][1] if top else 0.0)
     confidence = round(calibrator.confidence(axis, score), 4) if top else 0.0
-    label = top[0][0] if top and confidence >= threshold else None
-    return AxisPrediction(label=label, confidence=confidence, top=top)
+    return AxisPrediction(label=shown_label(top, confidence, threshold, needs_details=needs_details),
+                          confidence=confidence, top=top)
+
+
+def apply_thresholds(result: TriageResult, thresholds: dict[str, float]) -> TriageResult:
+    """The result with a repository's own thresholds deciding which axes are shown (never on a bare report)."""
+    if not thresholds:
+        return result
+    predictions = dict(result.predictions)
+    for axis, threshold in thresholds.items():
+        pred = predictions[axis]
+        label = shown_label(pred.top, pred.confidence, threshold, needs_details=result.needs_details)
+        predictions[axis] = AxisPrediction(label=label, confidence=pred.confidence, top=pred.top)
+    return result.model_copy(update={"predictions": predictions})
+
+
+def withhold_for_details(result: TriageResult) -> TriageResult:
+    """A report too bare to triage: every label withdrawn (the ranking stays), marked `needs_details`."""
+    predictions = {axis: p.model_copy(update={"label": None}) for axis, p in result.predictions.items()}
+    return result.model_copy(update={"predictions": predictions, "needs_details": True})
 
 
 def out_of_fold(make: Callable[[], Predictor], data: TrainingSet,

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from bot.datafile import parse_yaml_model
-from bot.domain import AxisPrediction, TriageResult
+from bot.domain import TriageResult
 from bot.errors import ConfigError
 from bot.settings import AXES
 from bot.taxonomy import Taxonomy
@@ -93,18 +93,6 @@ def parse_repo_config(text: str | None, taxonomy: Taxonomy, where: str = CONFIG_
     except ConfigError as exc:
         log.warning("%s is invalid, using the defaults: %s", where, str(exc).removeprefix(f"{where}: "))
         return RepoConfig()
-
-
-def apply_thresholds(result: TriageResult, thresholds: dict[str, float]) -> TriageResult:
-    """The result with the repository's own thresholds deciding which axes are shown."""
-    if not thresholds:
-        return result
-    predictions = dict(result.predictions)
-    for axis, threshold in thresholds.items():
-        pred = predictions[axis]
-        label = pred.top[0][0] if pred.top and pred.confidence >= threshold else None
-        predictions[axis] = AxisPrediction(label=label, confidence=pred.confidence, top=pred.top)
-    return result.model_copy(update={"predictions": predictions})
 
 
 def label_names(config: RepoConfig, result: TriageResult) -> list[str]:

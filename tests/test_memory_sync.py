@@ -94,7 +94,7 @@ def test_installing_the_app_syncs_the_repository_in_slices_and_a_service_restart
         assert memory.store.count(REPO) == SEEDED
         cursor = memory.store.cursor(REPO)
         assert cursor is not None and cursor.status == "done"
-        health = client.get("/healthz").json()
+        health = client.get("/healthz/details").json()  # per repository: behind the ops token
         assert health["memory"][REPO]["status"] == "done" and health["memory"][REPO]["synced"] == SEEDED
     pages = listing_pages(github, REPO)
     assert pages.count(1) == 1 and sorted(set(pages)) == [1, 2, 3]

@@ -1,4 +1,4 @@
-"""`/triage` comments: a re-run or corrections from someone with write access; nobody else commands the bot."""
+"""`/triage` comments: a re-run or corrections from someone whose role may triage; nobody else commands the bot."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ from tests.fake_github import (
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    with github_holding(permissions={"bob-maintainer": "write", "alice-trainer": "read"}) as fake:
+    roles = {f"user-{role}": role for role in ("admin", "maintain", "write", "triage", "read", "security-auditor")}
+    with github_holding(permissions={"bob-maintainer": "write", "alice-trainer": "read"} | roles) as fake:
         yield fake
 
 
@@ -102,6 +103,20 @@ def test_someone_without_write_access_cannot_command_the_bot(client: TestClient,
     assert wait_idle(client) == {"done": 2}
     assert state_of(client).store.feedback_cases() == []
     assert github.bot_comments(REPO, 42) == [before] and len(github.writes()) == writes
+
+
+@pytest.mark.parametrize(("role", "may"), [("admin", True), ("maintain", True), ("write", True), ("triage", True),
+                                           ("read", False), ("security-auditor", False), (None, False)])
+def test_each_role_that_may_triage_records_a_correction_and_no_other_does(
+        client: TestClient, github: FakeGitHub, role: str | None, may: bool) -> None:
+    author = f"user-{role}" if role else "a-stranger"  # a stranger: GitHub answers 404, no role
+    deliver(client, command(github, "/triage symptom=out_of_memory", author=author), event="issue_comment")
+    assert wait_idle(client) == {"done": 2}
+    recorded = [(c["author"], c["value"]) for c in state_of(client).store.feedback_cases()]
+    assert recorded == ([(author, "out_of_memory")] if may else [])
+    [comment] = github.bot_comments(REPO, 42)
+    assert ("out of memory (set by a maintainer)" in comment["body"]) is may
+    assert any(r.path.endswith(f"/collaborators/{author}/permission") for r in github.requests)
 
 
 def test_an_invalid_correction_changes_nothing(client: TestClient, github: FakeGitHub) -> None:

@@ -180,8 +180,9 @@ def full_disk_then_freed(app: Settings, engine: Engine, github: FakeGitHub, disk
         disk.fill(state)
         refused = refused_while_down(client, github, DURING, bound_s=app.ack_timeout_s + 1.0)
         assert refused > 0, "the full disk refused deliveries"
-        ready = client.get("/healthz/ready")
-        assert ready.status_code == 503 and "full" in ready.json()["error"]
+        assert client.get("/healthz/ready").status_code == 503
+        details = client.get("/healthz/details")  # the reason, behind the ops token
+        assert details.status_code == 503 and "full" in details.json()["error"]
         wait_until(lambda: "database or disk is full" in caplog.text)  # the worker met it (a job or its loop)
         time.sleep(1.0)  # and keeps meeting it for a while
         assert state.worker_alive()

@@ -27,7 +27,8 @@ MARKED = "<!-- ddl-triage v1 taxonomy=ddl-v1 model=m predictor=default -->\nsugg
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
     with github_holding(labels=["bug", "Symptom:Hang", "needs-info"],
-                        permissions={"bob": "write", "dana": "admin", "eve": "read"}) as fake:
+                        permissions={"bob": "write", "dana": "admin", "eve": "read", "mo": "maintain",
+                                     "tia": "triage"}) as fake:
         issue_payload(fake)
         yield fake
 
@@ -102,9 +103,12 @@ def test_labels_are_only_added_when_the_repository_has_them_and_never_removed(
     assert len(github.writes()) == 1
 
 
-@pytest.mark.parametrize(("user", "allowed"), [("bob", True), ("dana", True), ("eve", False), ("mallory", False)])
-def test_write_access_is_read_from_the_permission_api(client: InstallationClient, user: str, allowed: bool) -> None:
-    assert client.can_write(REPO, user) is allowed
+@pytest.mark.parametrize(("user", "role"), [("bob", "write"), ("dana", "admin"), ("eve", "read"), ("mo", "maintain"),
+                                           ("tia", "triage"), ("mallory", None)])
+def test_the_role_is_read_by_name_not_from_the_legacy_permission(
+        github: FakeGitHub, client: InstallationClient, user: str, role: str | None) -> None:
+    assert client.role_of(REPO, user) == role  # the fake answers maintain as "write" and triage as "read" too
+    assert github.requests[-1].path == f"/repos/{REPO}/collaborators/{user}/permission"
 
 
 def test_api_failures_become_retry_aware_errors() -> None:

@@ -50,7 +50,9 @@ def test_health_reports_a_case_base_that_cannot_load(app_settings: Settings, tmp
     with running_service(broken, engine=None) as client:
         wait_until(lambda: client.get("/healthz").json()["status"] == "error")
         health = client.get("/healthz")
-        assert health.status_code == 503 and "taxonomy" in health.json()["error"]
+        assert health.status_code == 503 and health.json()["engine"] == "failed" and "error" not in health.json()
+        details = client.get("/healthz/details")  # the error text only behind the ops token
+        assert details.status_code == 503 and "taxonomy" in details.json()["error"]
 
 
 def test_metrics_count_deliveries_jobs_failures_and_latency(
@@ -195,7 +197,7 @@ def test_logs_carry_the_delivery_id_and_never_a_secret(
 
 def test_ops_pages_need_the_bearer_token(app_settings: Settings, engine: Engine) -> None:
     with running_service(app_settings, engine) as client:
-        for path in ("/metrics", "/decisions", "/openapi.json", "/docs"):
+        for path in ("/metrics", "/decisions", "/healthz/details", "/openapi.json", "/docs", "/redoc"):
             assert client.get(path).status_code == 200, path
             refused = client.get(path, headers={"Authorization": "Bearer wrong"})
             assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer", path

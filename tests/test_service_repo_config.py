@@ -7,10 +7,10 @@ import logging
 import pytest
 
 from bot.domain import AxisPrediction, EnvironmentFacts, TriageResult
+from bot.policy import apply_thresholds
 from bot.repo_config import (
     CONFIG_PATH,
     RepoConfig,
-    apply_thresholds,
     label_names,
     parse_repo_config,
 )

@@ -65,7 +65,7 @@ def labelled_examples(index: MemoryIndex, vector: np.ndarray, repo: str, number:
 
 def blend(engine: Engine, result: TriageResult, examples: Sequence[LabelledExample]) -> TriageResult:
     """Per axis, the closest example's value mixed into the distribution (weight 0.5 at the floor, 1 at an
-    exact copy), then the engine's own calibrated policy decides again."""
+    exact copy), then the engine's own calibrated policy decides again (a bare report stays without labels)."""
     best: dict[str, LabelledExample] = {}
     for ex in examples:
         if ex.axis in result.predictions and (ex.axis not in best or ex.score > best[ex.axis].score):
@@ -77,5 +77,6 @@ def blend(engine: Engine, result: TriageResult, examples: Sequence[LabelledExamp
         weight = 0.5 + 0.5 * min(1.0, max(0.0, (ex.score - OVERRIDE_FLOOR) / (1.0 - OVERRIDE_FLOOR)))
         dist = {label: (1.0 - weight) * p for label, p in predictions[axis].top}
         dist[ex.value] = dist.get(ex.value, 0.0) + weight
-        predictions[axis] = decide(axis, dist, engine.calibrator, engine.settings.threshold(axis))
+        predictions[axis] = decide(axis, dist, engine.calibrator, engine.settings.threshold(axis),
+                                   needs_details=result.needs_details)
     return result.model_copy(update={"predictions": predictions})

@@ -25,6 +25,7 @@ from bot.service.handlers.context import JobContext
 from bot.service.handlers.dispatch import ROUTER
 from bot.service.state import Role, build_state
 from bot.settings import Settings
+from bot.shadow import credentials_required, service_shadow
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ class ActionContext(JobContext):
 
     @property
     def shadow(self) -> bool:
-        return self.state.settings.shadow
+        return service_shadow(self.state.settings, can_post=self.client is not None)
 
 
 class Pacer:
@@ -89,7 +90,7 @@ def run_action(settings: Settings, env: Mapping[str, str] | None = None) -> str:
     if not ROUTER.handles(event.event, event.action):
         return f"ignored: {event.event}.{event.action} is not triaged"
     token = env.get("GITHUB_TOKEN") or env.get("DDL_TRIAGE_GITHUB_TOKEN")
-    if not token and not settings.shadow:
+    if not token and credentials_required(settings):
         raise ConfigError("GITHUB_TOKEN is not set: pass `env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}` to the "
                           "step (permissions: issues: write), or use --shadow to only print the comment")
     api_url = env.get("GITHUB_API_URL") or DEFAULT_API_URL

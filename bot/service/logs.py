@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from bot.redaction import install_redaction, redact
+from bot.settings import Settings
+
 delivery_var: ContextVar[str | None] = ContextVar("delivery", default=None)
 
-# Tokens GitHub issues (ghs_, ghp_, gho_, ghu_, ghr_, github_pat_), JWTs and PEM keys never reach a log.
-_SECRETS = re.compile(r"(gh[pousr]_[A-Za-z0-9]{8,}|github_pat_[A-Za-z0-9_]{8,}|eyJ[\w-]{8,}\.[\w-]+\.[\w-]+|"
-                      r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----)")
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "delivery", "color_message"}
 
 
@@ -46,23 +45,22 @@ class JsonFormatter(logging.Formatter):
         if delivery:
             entry["delivery"] = delivery
         entry.update({k: v for k, v in vars(record).items() if k not in _STANDARD})
-        if record.exc_info:
-            entry["error"] = self.formatException(record.exc_info)
+        if record.exc_info or record.exc_text:
+            entry["error"] = record.exc_text or self.formatException(record.exc_info)  # type: ignore[arg-type]
+        # The handler's RedactingFilter masked the configured secrets; the patterns are masked again here.
         return redact(json.dumps(entry, default=str, ensure_ascii=False))
 
 
-def redact(text: str) -> str:
-    return _SECRETS.sub("[redacted]", text)
-
-
-def configure_logging(level: int = logging.INFO) -> None:
-    """JSON lines on stderr for the service process (uvicorn's own loggers included)."""
+def configure_logging(level: int = logging.INFO, settings: Settings | None = None) -> None:
+    """JSON lines on stderr for the service process (uvicorn's own loggers included), every line passed
+    through the redacting filter (with the secrets of `settings`) on the root handler."""
     handler = logging.StreamHandler()
     handler.addFilter(DeliveryFilter())
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    install_redaction(settings, root)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True

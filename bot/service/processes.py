@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 def run_worker_process(settings: Settings) -> None:
     """Run one worker in this process's main thread; SIGTERM or SIGINT stops it after the current job."""
-    configure_logging()
+    configure_logging(settings=settings)
     state = build_state(settings, Role.WORKER)
     try:
         worker = Worker(state)
@@ -47,7 +47,7 @@ def run_worker_process(settings: Settings) -> None:
 def run_server(settings: Settings, host: str, port: int, workers: int = 1) -> None:
     """`ddl-triage serve`: check the credentials and the database (clean errors before anything starts), start
     `workers` worker processes (triage never runs in the web process), then run uvicorn until stopped."""
-    configure_logging()
+    configure_logging(settings=settings)
     app_client = connect_github(settings)
     open_store(settings).close()
     app = create_app(settings, github=lambda _settings: app_client,

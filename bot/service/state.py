@@ -16,6 +16,7 @@ from bot.domain import Issue
 from bot.engine import Engine, build_engine
 from bot.errors import ConfigError
 from bot.memory.queries import Memory
+from bot.redaction import redact
 from bot.service.github.credentials import check_credentials
 from bot.service.github.github_app import GitHubApp
 from bot.service.handlers.feedback import LearnedCorrections
@@ -24,6 +25,7 @@ from bot.service.queue.pacing import pace_write
 from bot.service.queue.store import Store
 from bot.service.web.intake import Intake
 from bot.settings import Settings
+from bot.shadow import service_shadow
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +118,7 @@ class ServiceState:
     @property
     def shadow(self) -> bool:
         """Decisions are stored, not posted: asked for, or no App credentials to post with."""
-        return self.settings.shadow or self.github is None
+        return service_shadow(self.settings, can_post=self.github is not None)
 
     def close(self) -> None:
         if self.intake is not None:
@@ -165,7 +167,7 @@ def open_store(settings: Settings, busy_timeout_s: float = 30.0) -> Store:
     try:
         return Store(settings.sqlite_url, busy_timeout_s=busy_timeout_s)
     except sqlite3.Error as exc:
-        raise ConfigError(f"DDL_TRIAGE_DATABASE_URL {settings.sqlite_url}: cannot open the database ({exc}); "
+        raise ConfigError(f"DDL_TRIAGE_DATABASE_URL {redact(settings.sqlite_url)}: cannot open the database ({exc}); "
                           "check that the file and its directory exist and are writable") from None
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import ConfigError, TriageError
+from bot.redaction import redact
 
 MIN_FREE_BYTES = 1 << 20  # less room than this on the database's disk and the service says it is not ready
 # SQLite's primary result codes of a database that cannot serve now: BUSY, LOCKED, IOERR, FULL, CANTOPEN.
@@ -80,7 +81,7 @@ def unavailable(exc: BaseException) -> bool:
 def connect_sqlite(url: str, busy_timeout_s: float) -> sqlite3.Connection:
     """The service database on SQLite (autocommit, WAL): for the job store and the repository memory."""
     if not url.startswith("sqlite:///"):
-        raise ConfigError(f"DDL_TRIAGE_DATABASE_URL {url!r} is not supported; use sqlite:///PATH or "
+        raise ConfigError(f"DDL_TRIAGE_DATABASE_URL {redact(url)!r} is not supported; use sqlite:///PATH or "
                           "postgresql://USER@HOST/DB")
     path = url.removeprefix("sqlite:///")
     if path != ":memory:":
@@ -125,4 +126,5 @@ def connect_postgres(url: str, busy_timeout_s: float) -> Any:
         return psycopg.connect(url, connect_timeout=max(1, round(busy_timeout_s)),
                                options=f"-c statement_timeout={round(busy_timeout_s * 1000)}")
     except psycopg.OperationalError as exc:
-        raise ConfigError(f"DDL_TRIAGE_DATABASE_URL: cannot connect to PostgreSQL: {exc}".strip()) from None
+        reason = " ".join(redact(str(exc)).split())  # one line, and never the URL's password
+        raise ConfigError(f"DDL_TRIAGE_DATABASE_URL: cannot connect to PostgreSQL: {reason}") from None

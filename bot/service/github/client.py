@@ -16,7 +16,6 @@ from bot.service.errors import NotFound, PermanentGitHubError
 from bot.service.github.api_errors import github_errors
 from bot.service.github.models import Comment, IssueSnapshot, PostedComment
 
-WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 TIMEOUT_S = 15
 
 
@@ -104,13 +103,14 @@ class InstallationClient:
                 self._gh.get_repo(repo).get_issue(number).add_to_labels(*to_add)
         return to_add
 
-    def can_write(self, repo: str, user: str) -> bool:
-        """Whether `user` has write access (or more) to the repository."""
+    def role_of(self, repo: str, user: str) -> str | None:
+        """The collaborator's role on the repository by name (admin, maintain, write, triage, read or a custom
+        role), not the legacy `permission` that folds maintain into write and triage into read; None: none."""
         try:
-            with github_errors(f"permission of {user} on {repo}"):
-                return self._gh.get_repo(repo).get_collaborator_permission(user) in WRITE_PERMISSIONS
+            with github_errors(f"role of {user} on {repo}"):
+                return self._gh.get_repo(repo).get_collaborator_role_name(user) or None
         except NotFound:
-            return False
+            return None
 
     # --- the repository memory's reads (history sync, live updates, installation repositories) -------------
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bot.errors import ConfigError
 from bot.settings import Settings
+from bot.shadow import credentials_required, unsigned_deliveries_allowed
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +26,16 @@ class AppCredentials:
 
 
 def check_credentials(settings: Settings) -> AppCredentials | None:
-    """The App credentials, or None in shadow mode without them; outside shadow mode a gap is an error."""
+    """The App credentials, or None in shadow mode without them; outside shadow mode a gap is an error, and
+    in shadow mode App credentials without the webhook secret are one (a forged delivery could act as the App)."""
     missing = missing_variables(settings)
-    if missing and not settings.shadow:
+    if missing and credentials_required(settings):
         raise ConfigError(f"{missing[0]} is not set; the service needs {', '.join(missing)} to act as a "
                           "GitHub App (or try it in shadow mode: `ddl-triage serve --shadow`)")
+    if REQUIRED[0] in missing and not unsigned_deliveries_allowed(settings):
+        raise ConfigError(f"{REQUIRED[0]} is not set but App credentials are ({', '.join(_configured(settings))}): "
+                          "an unsigned delivery could make the App act; set the App's webhook secret, or unset "
+                          "the App credentials to try shadow mode on the payloads alone")
     if REQUIRED[0] in missing:
         log.warning("shadow mode without DDL_TRIAGE_WEBHOOK_SECRET: deliveries are NOT verified; "
                     "do not expose this server beyond your machine")
@@ -40,8 +46,12 @@ def check_credentials(settings: Settings) -> AppCredentials | None:
     return AppCredentials(app_id=settings.github_app_id, private_key=key, api_url=settings.github_api_url)
 
 
+def _configured(settings: Settings) -> list[str]:
+    return [name for name in REQUIRED[1:] if name not in missing_variables(settings)]
+
+
 def webhook_secret(settings: Settings) -> str | None:
-    """The secret deliveries are signed with; None (no verification) only in shadow mode."""
+    """The secret deliveries are signed with; None (no verification) only in shadow mode without credentials."""
     secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
     return secret or None
 

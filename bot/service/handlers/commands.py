@@ -1,4 +1,4 @@
-"""`/triage` in an issue comment: a re-run, or corrections, from someone with write access."""
+"""`/triage` in an issue comment: a re-run, or corrections, from someone whose role may triage."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ log = logging.getLogger(__name__)
 router = Router()
 
 COMMAND = re.compile(r"^[ \t]*/triage(?:[ \t]+(?P<args>[^\n]*))?[ \t]*$", re.MULTILINE)
+# The collaborator roles (GitHub's `role_name`) that may command the bot; read, none and custom roles may not.
+TRIAGE_ROLES = frozenset({"admin", "maintain", "write", "triage"})
 # Without API access the payload's association is the only hint of who may command the bot.
 TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 
@@ -53,8 +55,8 @@ def handle_comment(ctx: JobContext, event: WebhookEvent) -> str:
         return "no command"
     author = event.comment.author
     if not may_command(ctx, event):
-        log.info("ignoring /triage from %s: no write access", author)
-        return "command without write access"
+        log.info("ignoring /triage from %s: their role may not triage", author)
+        return "command without a triage role"
     corrections, problems = validate_corrections(command.corrections, ctx.engine.taxonomy)
     for problem in [*problems, *(f"not an axis=value pair: {w!r}" for w in command.unparsed)]:
         log.warning("/triage from %s: %s", author, problem)
@@ -69,8 +71,8 @@ def handle_comment(ctx: JobContext, event: WebhookEvent) -> str:
 
 
 def may_command(ctx: JobContext, event: WebhookEvent) -> bool:
-    """Write access (checked through the API), or a trusted association when there is no API access."""
+    """A role that may triage (read through the API), or a trusted association when there is no API access."""
     assert event.comment is not None
     if ctx.client is not None:
-        return ctx.client.can_write(event.repo, event.comment.author)
+        return ctx.client.role_of(event.repo, event.comment.author) in TRIAGE_ROLES
     return event.comment.author_association in TRUSTED_ASSOCIATIONS

@@ -17,11 +17,10 @@ from bot.service.errors import DeliveryRejected, StoreBusy
 from bot.service.metrics import event_label
 from bot.service.queue.worker import Worker
 from bot.service.state import GitHubFactory, Role, ServiceOptions, ServiceState, build_state, connect_github
-from bot.service.web import ops, webhook
+from bot.service.web import health, ops, webhook
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
-
 
 
 def create_app(settings: Settings, *, engine: Engine | None = None, github: GitHubFactory = connect_github,
@@ -57,11 +56,12 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
             state.close()
             log.info("ddl-triage service stopped")
 
-    app = FastAPI(title="ddl-triage", lifespan=lifespan,
+    # FastAPI's own OpenAPI pages are off: the ops router serves them behind its token.
+    app = FastAPI(title="ddl-triage", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None,
                   summary="Triage suggestions for new issues of distributed deep-learning frameworks")
     app.router.routes.append(webhook.route)
+    app.include_router(health.router)
     app.include_router(ops.router)
-    app.add_middleware(ops.OpsGuard)
     app.add_exception_handler(DeliveryRejected, _rejected)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal_error)
     return app

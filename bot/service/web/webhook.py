@@ -21,6 +21,7 @@ from bot.service.metrics import event_label
 from bot.service.queue.deliveries import NewDelivery, Recorded
 from bot.service.state import ServiceState
 from bot.service.web.signature import verify_signature
+from bot.shadow import unsigned_deliveries_allowed
 
 log = logging.getLogger(__name__)
 
@@ -98,9 +99,10 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 def check_signature(state: ServiceState, body: bytes, header: str | None) -> None:
-    """401 unless the body is signed with the webhook secret (skipped only in shadow mode without one)."""
+    """401 unless the body is signed with the webhook secret; unsigned bodies pass only where shadow mode allows
+    them (no secret, no App credentials) and this process holds no App client."""
     secret = webhook_secret(state.settings)
-    if secret is None and state.settings.shadow:
+    if secret is None and unsigned_deliveries_allowed(state.settings) and state.github is None:
         return
     if secret is None or not verify_signature(secret, body, header):
         raise SignatureError("missing or invalid X-Hub-Signature-256")

@@ -17,7 +17,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from bot.domain import Issue
 from bot.errors import DataError, TriageError
 from bot.redaction import install_redaction, redact
-from bot.service.cli_commands import register as register_service_commands
 from bot.settings import Settings
 
 if TYPE_CHECKING:
@@ -113,11 +112,9 @@ def triage(
         return
     comment = compose_comment(issue, result, engine.taxonomy, CommentPolicy.from_settings(settings),
                               chat=_reading_model(settings))
-    if comment is None:
-        typer.echo("ddl-triage: the bot would stay silent: no precedent, no recognised error, no confident "
-                   "symptom and nothing to ask (`--json` shows the labels)", err=True)
-    else:
-        typer.echo(comment)
+    silent = ("ddl-triage: the bot would stay silent: no precedent, no recognised error, no confident symptom and "
+              "nothing to ask (`--json` shows the labels)")
+    typer.echo(silent if comment is None else comment, err=comment is None)
 
 
 def _reading_model(settings: Settings) -> ChatModel | None:
@@ -268,6 +265,7 @@ def replay(
 def _register_subcommands() -> None:
     from bot.memory_cli import register as register_memory  # history sync, backtest
     from bot.pack_cli import pack_app
+    from bot.service.cli_commands import register as register_service_commands
 
     app.add_typer(pack_app, name="pack")
     register_memory(app)

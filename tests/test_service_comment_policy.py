@@ -86,8 +86,7 @@ def test_a_members_issue_gets_no_comment_by_default_but_a_decision_and_one_with_
 
 def test_a_triage_command_answers_a_members_issue(app_settings: Settings, engine: Engine,
                                                   github: FakeGitHub) -> None:
-    command = issue_payload(github, "issue-comment-created")
-    command["issue"]["author_association"] = "OWNER"
+    command = issue_payload(github, "issue-comment-created", author_association="OWNER")
     command["comment"]["body"] = "/triage"
     with running_service(app_settings, engine) as client:
         deliver(client, command, "issue_comment")
@@ -121,7 +120,7 @@ def test_comment_never_posts_nothing_and_always_posts_even_with_nothing_to_add(
         wait_idle(client)
         [comment] = github.bot_comments(REPO, 44)
         assert decision_of(client, 44).outcome == "comment created" and decision_of(client, 44).posted
-    assert "No earlier issue or known error matches this report yet." in comment["body"]
+    assert "**Seen before:**" not in comment["body"] and "**Next step:**" not in comment["body"], "nothing to add"
 
 
 def test_a_comment_posted_before_the_bot_fell_silent_is_left_as_it_is(

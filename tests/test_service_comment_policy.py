@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
 from bot.engine import Engine
@@ -26,6 +27,7 @@ from tests.fake_github import (
     state_of,
     wait_idle,
 )
+from tests.fake_llm import FakeChatServer
 
 # A request with no error, no precedent and nothing to ask: `ddl-triage predict --with-comment` leaves it
 # silent (comment null) on the gold case base and on the case pack alike; its kind is feature_request (0.97).
@@ -145,3 +147,17 @@ def test_an_invalid_comment_setting_means_the_defaults(app_settings: Settings, e
         wait_idle(client)
     assert len(github.bot_comments(REPO, 42)) == 1
     assert "ddl-triage.yml is invalid, using the defaults: invalid config: comment: Input should be" in caplog.text
+
+
+def test_a_configured_llm_writes_the_reading_of_the_posted_comment(app_settings: Settings, engine: Engine,
+                                                                   github: FakeGitHub) -> None:
+    reading = "Every rank waited on one all-reduce that never finished, so the NCCL watchdog ended the job."
+    with FakeChatServer().running() as chat:
+        chat.answers.append(reading)
+        settings = app_settings.model_copy(update={"llm": "openai:reader", "llm_base_url": chat.base_url,
+                                                   "llm_api_key": SecretStr("k"), "llm_timeout_s": 10.0})
+        with running_service(settings, engine) as client:
+            deliver(client, opened(github, 42))  # the NCCL timeout: a diagnosis, so a next step to read
+            wait_idle(client)
+        [comment] = github.bot_comments(REPO, 42)
+        assert f"**Next step:** {reading}" in comment["body"] and len(chat.requests) == 1

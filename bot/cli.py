@@ -21,7 +21,6 @@ from bot.settings import Settings
 
 if TYPE_CHECKING:
     from bot.engine import Engine
-    from bot.llm import ChatModel
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Triage issues of distributed deep-learning frameworks (offline by default).")
@@ -101,6 +100,7 @@ def triage(
 ) -> None:
     """Print the comment the bot would post for one issue (or its JSON result)."""
     from bot.comment import CommentPolicy, compose_comment
+    from bot.comment.reading import reading_model
     from bot.memory_cli import with_history
 
     issue = _issue_from_args(file, title, body).model_copy(update={"repo": repo} if repo else {})
@@ -111,17 +111,10 @@ def triage(
         typer.echo(result.model_dump_json(indent=2))
         return
     comment = compose_comment(issue, result, engine.taxonomy, CommentPolicy.from_settings(settings),
-                              chat=_reading_model(settings))
+                              chat=reading_model(settings))
     silent = ("ddl-triage: the bot would stay silent: no precedent, no recognised error, no confident symptom and "
               "nothing to ask (`--json` shows the labels)")
     typer.echo(silent if comment is None else comment, err=comment is None)
-
-
-def _reading_model(settings: Settings) -> ChatModel | None:
-    """The LLM that writes the comment's reading of the error, when one is configured (DDL_TRIAGE_LLM)."""
-    from bot.llm import make_chat_model
-
-    return make_chat_model(settings.llm, settings) if settings.llm else None
 
 
 def _issue_from_args(file: Path | None, title: str | None, body: str | None) -> Issue:
@@ -161,6 +154,7 @@ def predict(
 ) -> None:
     """Predict every issue of a JSONL file (the batch contract in the README)."""
     from bot.comment import CommentPolicy, compose_comment
+    from bot.comment.reading import reading_model
     from bot.dataset import read_issues
     from bot.memory_cli import with_history
 
@@ -176,7 +170,7 @@ def predict(
     engine = _engine(settings, cases, predictor)
     with progress_bar() as update:
         results = with_history(settings, engine.embedder, issues, engine.triage_many(issues, progress=update))
-    policy, chat = CommentPolicy.from_settings(settings), _reading_model(settings) if with_comment else None
+    policy, chat = CommentPolicy.from_settings(settings), reading_model(settings) if with_comment else None
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("w", encoding="utf-8") as handle:
         for issue, result in zip(issues, results, strict=True):

@@ -8,10 +8,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from bot.comment.policy import CommentMode, CommentPolicy
 from bot.datafile import parse_yaml_model
 from bot.domain import TriageResult
 from bot.errors import ConfigError
-from bot.settings import AXES
+from bot.settings import AXES, Settings
 from bot.taxonomy import Taxonomy
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,8 @@ class RepoConfig(BaseModel):
     thresholds: dict[str, float] = Field(default_factory=dict)
     labels: LabelConfig = LabelConfig()
     shadow: bool = False
+    comment: CommentMode = "useful"  # useful: only when it adds something beyond labels; always; never
+    comment_on_members: bool = False  # also comment on issues opened by the owner, members or collaborators
 
     @field_validator("axes")
     @classmethod
@@ -82,6 +85,11 @@ class RepoConfig(BaseModel):
         if outside:
             raise ValueError(f"thresholds of {outside} must lie between 0 and 1")
         return value
+
+    def comment_policy(self, settings: Settings) -> CommentPolicy:
+        """When and what the bot comments here: this file's choices over the service's floors."""
+        return CommentPolicy.from_settings(settings, comment=self.comment, comment_on_members=self.comment_on_members,
+                                           axes=self.axes)
 
 
 def parse_repo_config(text: str | None, taxonomy: Taxonomy, where: str = CONFIG_PATH) -> RepoConfig:

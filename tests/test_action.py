@@ -61,6 +61,13 @@ def test_an_opened_issue_gets_one_comment_and_an_edit_updates_it(github: FakeGit
     assert not [r for r in github.writes() if "/labels" in r.path]
 
 
+def test_the_action_honours_the_comment_policy_of_the_repository(github: FakeGitHub, tmp_path: Path) -> None:
+    by_member = issue_payload(github, "issues-opened", number=9, author_association="MEMBER")
+    run = run_step(github, by_member, "issues", tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "silent: opened by a member" and github.bot_comments(REPO, 9) == []
+
+
 def test_a_bot_event_and_a_missing_token_are_handled_in_one_line(github: FakeGitHub, tmp_path: Path) -> None:
     from_bot = issue_payload(github, "issues-opened", number=8)
     from_bot["sender"] = from_bot["sender"] | {"type": "Bot", "login": "renovate[bot]"}  # type: ignore[operator]

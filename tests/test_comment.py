@@ -17,8 +17,8 @@ from bot.comment import (
     compose_comment,
     escape_markdown,
     has_marker,
-    render_comment,
     should_comment,
+    silence_reason,
 )
 from bot.domain import AxisPrediction, Diagnosis, Issue, Neighbour, RelatedIssue, TriageResult
 from bot.engine import Engine
@@ -144,14 +144,14 @@ def test_labels_are_words_on_one_line_never_not_sure_and_cause_only_when_backed(
     predictions["stage"] = AxisPrediction(label=None, confidence=0.3, top=[("training", 0.3)])
     predictions["root_cause"] = AxisPrediction(label="distributed_config_error", confidence=0.7,
                                                top=[("distributed_config_error", 0.7)])
-    result = batch.model_copy(update={"predictions": predictions})
-    comment = render_comment(result, taxonomy, issue=BATCH)
+    result = batch.model_copy(update={"predictions": predictions, "diagnoses": []})  # no diagnosis backs the cause
+    comment = _always(result, taxonomy, issue=BATCH)
     body = comment.split("-->", 1)[1]
     assert "not sure" not in comment.lower() and "|" not in body and "api_exception" not in body
     assert "**Likely:** exception from the API or config." in body  # no stage row, no unbacked cause
     backed = Neighbour(id=f"{REPO}#5", url=f"https://github.com/{REPO}/issues/5", type="issue", score=0.9,
                        labels={"symptom": "api_exception", "root_cause": "distributed_config_error"})
-    comment = render_comment(result.model_copy(update={"neighbours": [backed]}), taxonomy, issue=BATCH)
+    comment = _always(result.model_copy(update={"neighbours": [backed]}), taxonomy, issue=BATCH)
     assert "cause: inconsistent distributed settings (as in #5)" in comment
     assert "symptom:api_exception" in comment.splitlines()[0]  # the ids stay in the hidden marker
 
@@ -165,13 +165,13 @@ def test_the_kind_is_stated_only_for_what_is_not_a_bug_report(engine: Engine, ta
     predictions["kind"] = AxisPrediction(label="usage_question", confidence=0.9, top=[("usage_question", 0.9)])
     case = Neighbour(id=f"{REPO}#8", url=f"https://github.com/{REPO}/issues/8", type="issue", score=0.9,
                      labels={"symptom": "none", "kind": "usage_question"})
-    comment = render_comment(result.model_copy(update={"predictions": predictions, "neighbours": [case]}), taxonomy,
+    comment = _always(result.model_copy(update={"predictions": predictions, "neighbours": [case]}), taxonomy,
                              issue=question)
     assert "**Likely:** a usage question." in comment and ASK_MISSING not in comment
     assert "- #8 (a usage question)" in comment  # a similar question, said as such
     body = comment.split("-->", 1)[1]
     assert "cause:" not in body and "fix:" not in body
-    assert "bug report" not in render_comment(engine.triage(BATCH), taxonomy, issue=BATCH)
+    assert "bug report" not in _always(engine.triage(BATCH), taxonomy, issue=BATCH)
 
 
 def test_silence_is_a_pure_decision_of_substance_policy_and_author(taxonomy: Taxonomy) -> None:
@@ -186,6 +186,11 @@ def test_silence_is_a_pure_decision_of_substance_policy_and_author(taxonomy: Tax
         assert should_comment(something, CommentPolicy(comment_on_members=True), association)
     assert should_comment(something, CommentPolicy(), "CONTRIBUTOR")
     assert should_comment(something, CommentPolicy(), "FIRST_TIME_CONTRIBUTOR")
+    assert silence_reason(nothing, CommentPolicy()) == "silent: nothing to add"
+    assert silence_reason(something, CommentPolicy(), "OWNER") == "silent: opened by a member"
+    assert silence_reason(something, CommentPolicy(comment="never", comment_on_members=True), "NONE") == (
+        "silent: the repository's config says comment: never")
+    assert silence_reason(something, CommentPolicy(), None) is None
 
 
 def test_a_members_issue_or_one_with_nothing_to_add_gets_no_comment(batch: TriageResult, engine: Engine,
@@ -207,12 +212,13 @@ def test_a_members_issue_or_one_with_nothing_to_add_gets_no_comment(batch: Triag
 
 def test_a_comment_with_only_its_symptom_needs_a_surer_symptom_than_a_row(batch: TriageResult,
                                                                           taxonomy: Taxonomy) -> None:
+    batch = batch.model_copy(update={"diagnoses": []})  # the symptom alone: no diagnosis of the error
     assert compose_comment(BATCH, batch, taxonomy) is not None  # 0.8: posted on the symptom alone
     predictions = dict(batch.predictions)
     predictions["symptom"] = predictions["symptom"].model_copy(update={"confidence": 0.6})
     shown = batch.model_copy(update={"predictions": predictions})
     assert compose_comment(BATCH, shown, taxonomy) is None  # a row, but not a reason to speak
-    assert "**Likely:** exception from the API or config" in render_comment(shown, taxonomy, issue=BATCH)
+    assert "**Likely:** exception from the API or config" in _always(shown, taxonomy, issue=BATCH)
     assert compose_comment(BATCH, batch, taxonomy, CommentPolicy(confident_symptom=1.0)) is None
 
 
@@ -274,3 +280,8 @@ def test_comments_on_real_gold_reports_keep_every_promise(engine: Engine, taxono
         if issue.repo != "deepspeedai/DeepSpeed":
             assert "ds_report" not in body and "DS_BUILD" not in body, issue.id
     assert 0 < posted < len(issues)  # some speak, some stay silent
+
+
+def _always(result: TriageResult, taxonomy: Taxonomy, *, issue: Issue) -> str:
+    """The comment as `comment: always` posts it (whatever the silence policy would say)."""
+    return compose_comment(issue, result, taxonomy, CommentPolicy(comment="always")) or ""

@@ -13,11 +13,14 @@ from typing import Any
 
 import pytest
 
+from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
 from bot.memory.store import MemoryStore
+from bot.repo_config import CONFIG_PATH
 from bot.service.queue.store import Store
 from tests.fake_github import REPO, FakeGitHub, github_holding, issue_payload, load_payload
 from tests.memory_helpers import installation_payload, listing_pages, rows_naming
 from tests.serve_process import Served, paused, serving
+from tests.test_service_comment_policy import NOTHING_TO_ADD
 
 INSTALLATION = 51000001  # the installation of the payloads in tests/payloads
 CORRECTED = "out_of_memory"  # a symptom the engine does not give the payload's NCCL timeout by itself
@@ -96,6 +99,34 @@ def test_serve_with_two_worker_processes_installs_syncs_cites_learns_and_uninsta
         assert served.get("/metrics", token=None).status_code == 401
     print(f"topology test: {time.monotonic() - started:.1f} s, of which {ready - started:.1f} s until two workers "
           "were ready")
+
+
+def test_served_workers_post_the_comment_only_where_the_policy_lets_them_and_store_every_decision(
+        github: FakeGitHub, tmp_path: Path) -> None:
+    def triage(number: int, config: str, association: str = "NONE", **text: str) -> dict[str, Any]:
+        github.repos[REPO].files[CONFIG_PATH] = config  # read again by every job, in whichever worker
+        served.deliver(issue_payload(github, number=number, author_association=association, **text))
+        assert served.wait_idle().get("failed", 0) == 0
+        return latest_decision(served, number)
+
+    with serving(github, tmp_path, workers=2, worker_niceness="0") as served:
+        member = triage(42, "", "MEMBER")  # the NCCL timeout, opened by a member: silent by default
+        assert github.bot_comments(REPO, 42) == [] and member["outcome"] == SILENT_MEMBER
+        assert member["comment"] is None and not member["posted"] and member["predictions"]["symptom"]["label"]
+        asked = triage(43, "comment_on_members: true\n", "MEMBER")
+        assert [c["body"] for c in github.bot_comments(REPO, 43)] == [asked["comment"]] and asked["posted"]
+        quiet = triage(44, "", **NOTHING_TO_ADD)  # no error, no precedent, nothing to ask
+        assert github.bot_comments(REPO, 44) == [] and quiet["outcome"] == SILENT_NOTHING
+        never = triage(45, "comment: never\n")
+        assert github.bot_comments(REPO, 45) == [] and never["outcome"] == SILENT_NEVER
+        always = triage(46, "comment: always\n", **NOTHING_TO_ADD)
+        assert len(github.bot_comments(REPO, 46)) == 1 and always["outcome"] == "comment created"
+
+        served.wait_until(lambda: sample(served.get("/metrics").text, 'ddl_triage_jobs_total{outcome="done"}') >= 5,
+                          timeout=10)
+        metrics = served.get("/metrics").text
+    for outcome, count in [("silent_member", 1), ("silent_nothing_to_add", 1), ("silent_never", 1), ("created", 2)]:
+        assert sample(metrics, f'ddl_triage_comments_total{{outcome="{outcome}"}}') == count, outcome
 
 
 def memory_count(served: Served) -> int:

@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from bot.comment import CommentPolicy
 from bot.domain import AxisPrediction, EnvironmentFacts, TriageResult
 from bot.policy import apply_thresholds
 from bot.repo_config import (
@@ -17,7 +18,7 @@ from bot.repo_config import (
 from bot.service.github.credentials import AppCredentials
 from bot.service.github.github_app import GitHubApp
 from bot.service.handlers.config_file import load_repo_config
-from bot.settings import AXES
+from bot.settings import AXES, Settings
 from bot.taxonomy import Taxonomy
 from tests.fake_github import REPO, FakeGitHub
 
@@ -44,6 +45,8 @@ def test_a_missing_or_empty_file_gives_the_defaults(taxonomy: Taxonomy) -> None:
     ("axes: [kind, mood]\n", "mood"),
     ("thresholds: {symptom: 1.5}\n", "between 0 and 1"),
     ("labels: {names: {symptom: {hangs: hang}}}\n", "hangs"),
+    ("comment: sometimes\n", "comment: Input should be 'useful', 'always' or 'never'"),
+    ("comment_on_members: maybe\n", "comment_on_members"),
 ])
 def test_an_invalid_file_gives_the_defaults_and_a_log_line_naming_the_error(
         taxonomy: Taxonomy, caplog: pytest.LogCaptureFixture, text: str, named: str) -> None:
@@ -59,6 +62,15 @@ def test_a_valid_file_is_read(taxonomy: Taxonomy) -> None:
     config = parse_repo_config(text, taxonomy)
     assert config.axes == ("kind", "symptom") and config.thresholds == {"symptom": 0.8} and config.shadow
     assert config.labels.enabled and config.labels.name("symptom", "hang_timeout") == "hang"
+
+
+def test_the_comment_policy_is_the_files_choice_over_the_services_floors(taxonomy: Taxonomy) -> None:
+    settings = Settings(similarity_floor=0.7, memory_related_floor=0.9)
+    assert RepoConfig().comment_policy(settings) == CommentPolicy(similarity_floor=0.7, related_floor=0.9)
+    config = parse_repo_config("comment: never\ncomment_on_members: true\naxes: [symptom]\n", taxonomy)
+    policy = config.comment_policy(settings)
+    assert (policy.comment, policy.comment_on_members, policy.axes) == ("never", True, ("symptom",))
+    assert policy.similarity_floor == 0.7 and policy.related_floor == 0.9
 
 
 def test_repository_thresholds_decide_which_axes_are_shown() -> None:

@@ -10,14 +10,14 @@ from bot.comment.compose import (
     ASK_MISSING,
     NEEDS_DETAILS,
     CommentPlan,
+    compose,
     compose_comment,
     plan_comment,
-    render_comment,
     render_plan,
 )
 from bot.comment.markdown import FOOTER, MARKER_PATTERN, MARKER_PREFIX, escape_markdown, has_marker, marker, percent
-from bot.comment.policy import MEMBER_ASSOCIATIONS, CommentPolicy, Substance, should_comment
+from bot.comment.policy import MEMBER_ASSOCIATIONS, CommentPolicy, Substance, should_comment, silence_reason
 
 __all__ = ["ASK_MISSING", "FOOTER", "MARKER_PATTERN", "MARKER_PREFIX", "MEMBER_ASSOCIATIONS", "NEEDS_DETAILS",
-           "CommentPlan", "CommentPolicy", "Substance", "compose_comment", "escape_markdown", "has_marker", "marker",
-           "percent", "plan_comment", "render_comment", "render_plan", "should_comment"]
+           "CommentPlan", "CommentPolicy", "Substance", "compose", "compose_comment", "escape_markdown", "has_marker",
+           "marker", "percent", "plan_comment", "render_plan", "should_comment", "silence_reason"]

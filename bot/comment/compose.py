@@ -18,7 +18,6 @@ from bot.comment.rows import Row, render_rows, select_rows
 from bot.domain import Diagnosis, Issue, TriageResult
 from bot.facts import MAX_ASKED, NEEDS_DETAILS_FACTS, framework_of, missing_facts
 from bot.llm.base import ChatModel
-from bot.settings import AXES
 from bot.taxonomy import Taxonomy
 
 NEEDS_DETAILS = "This report does not say enough yet for a suggestion. Please add:"
@@ -110,14 +109,6 @@ def compose(issue: Issue, result: TriageResult, taxonomy: Taxonomy, policy: Comm
         if reading:
             plan = replace(plan, reading=reading)
     return plan, render_plan(plan, result, taxonomy)
-
-
-def render_comment(result: TriageResult, taxonomy: Taxonomy, axes: tuple[str, ...] = AXES,
-                   similarity_floor: float | None = None, *, issue: Issue | None = None) -> str:
-    """The comment as `comment: always` posts it, for a caller that has not chosen a policy yet."""
-    floor = {} if similarity_floor is None else {"similarity_floor": similarity_floor}
-    policy = CommentPolicy.model_validate({"comment": "always", "axes": axes, **floor})
-    return render_plan(plan_comment(result, taxonomy, policy, issue), result, taxonomy)
 
 
 def render_plan(plan: CommentPlan, result: TriageResult, taxonomy: Taxonomy) -> str:

@@ -56,11 +56,25 @@ class Substance:
         return bool(self.precedents or self.diagnoses or self.confident_symptom or self.asks)
 
 
-def should_comment(substance: Substance, policy: CommentPolicy, author_association: str | None = None) -> bool:
-    """Post or stay silent: never when the policy says never; not on a member's issue unless the policy
-    asks for it; otherwise always, or (the default) only when the comment adds something beyond labels."""
+# Why the bot stayed silent: the outcome the service logs and stores with its decision.
+SILENT_NEVER = "silent: the repository's config says comment: never"
+SILENT_MEMBER = "silent: opened by a member"
+SILENT_NOTHING = "silent: nothing to add"
+
+
+def silence_reason(substance: Substance, policy: CommentPolicy, author_association: str | None = None) -> str | None:
+    """Why the bot stays silent (one of the SILENT_ outcomes), or None when it posts: never when the policy says
+    never; not on a member's issue unless the policy asks for it; otherwise always, or (the default) only when
+    the comment adds something beyond labels."""
     if policy.comment == "never":
-        return False
+        return SILENT_NEVER
     if (author_association or "").upper() in MEMBER_ASSOCIATIONS and not policy.comment_on_members:
-        return False
-    return policy.comment == "always" or substance.adds_something
+        return SILENT_MEMBER
+    if policy.comment == "always" or substance.adds_something:
+        return None
+    return SILENT_NOTHING
+
+
+def should_comment(substance: Substance, policy: CommentPolicy, author_association: str | None = None) -> bool:
+    """Post (True) or stay silent: `silence_reason` has none."""
+    return silence_reason(substance, policy, author_association) is None

@@ -12,9 +12,10 @@ import logging
 import re
 
 from bot.domain import Diagnosis, Issue
-from bot.llm.base import ChatModel, Message
+from bot.llm.base import ChatModel, Message, make_chat_model
 from bot.normalise import normalise
 from bot.prompts import load_prompt
+from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,11 @@ _MENTION = re.compile(r"@[\w-]")
 _LINKISH = re.compile(r"https?:|www\.|\]\(|<|>|\b[\w-]+\.(?:com|org|net|io|ai|dev|co)\b", re.IGNORECASE)
 _OTHER_REPO_REFERENCE = re.compile(r"[\w.-]+/[\w.-]+#\d+")
 _REFERENCE = re.compile(r"#(\d+)\b")
+
+
+def reading_model(settings: Settings) -> ChatModel | None:
+    """The LLM that writes the comment's reading of the error, when one is configured (DDL_TRIAGE_LLM)."""
+    return make_chat_model(settings.llm, settings) if settings.llm else None
 
 
 class ReadingRejected(ValueError):

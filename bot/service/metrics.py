@@ -38,6 +38,8 @@ class Metrics:
         self.deliveries = Counter("ddl_triage_deliveries", "Webhook deliveries by event and outcome",
                                   ["event", "outcome"], registry=r)
         self.jobs = Counter("ddl_triage_jobs", "Finished job attempts by outcome", ["outcome"], registry=r)
+        self.comments = Counter("ddl_triage_comments", "Triage jobs by what became of the comment (created, "
+                                "edited, unchanged, shadow, silent_...)", ["outcome"], registry=r)
         self.failures = Counter("ddl_triage_job_failures", "Failed job attempts by reason", ["reason"],
                                 registry=r)
         self.triage_seconds = Histogram("ddl_triage_triage_seconds", "Engine time per issue", registry=r,

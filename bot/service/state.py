@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
 
+from bot.comment.reading import reading_model
 from bot.domain import Issue
 from bot.engine import Engine, build_engine
 from bot.errors import ConfigError
+from bot.llm.base import ChatModel
 from bot.memory.queries import Memory
 from bot.redaction import redact
 from bot.service.github.credentials import check_credentials
@@ -105,6 +107,7 @@ class ServiceState:
     corrections: LearnedCorrections  # what the engine has learned of the maintainers' corrections
     # The webhook's writer (its own connections, group commit), so the ack never queues behind a worker's write.
     intake: Intake | None = None
+    chat: ChatModel | None = None  # the LLM that writes the comment's reading, where one is configured
     wake_worker: threading.Event = field(default_factory=threading.Event)
     worker_alive: Callable[[], bool] = lambda: False
 
@@ -130,9 +133,11 @@ class ServiceState:
 def build_state(settings: Settings, role: Role, *, engine: Engine | None = None,
                 github: GitHubFactory | None = None, options: ServiceOptions | None = None) -> ServiceState:
     """Every process's state, built one way: the App client (paced through the shared database), the store,
-    the repository memory, the metrics and the corrections; the intake where deliveries are taken; the engine
-    where handlers run, with every correction so far. `engine` is injected by tests; otherwise a WORKER or
-    the ACTION builds (and warms) it before this returns, WEB_AND_WORKER in the background, WEB never."""
+    the repository memory, the metrics and the corrections; the intake where deliveries are taken; where
+    handlers run, the engine (with every correction so far) and the LLM of the comment's reading (if one is
+    configured). `engine` is injected by tests; otherwise a WORKER or the ACTION builds (and warms) it before
+    this returns, WEB_AND_WORKER in the background, WEB never."""
+    chat = reading_model(settings) if role is not Role.WEB else None  # a bad DDL_TRIAGE_LLM stops start-up here
     client = (github or connect_github)(settings)
     store = open_store(settings)
     if client is not None:
@@ -141,7 +146,8 @@ def build_state(settings: Settings, role: Role, *, engine: Engine | None = None,
         settings=settings, options=options or ServiceOptions(run_worker=role is Role.WEB_AND_WORKER), role=role,
         store=store, metrics=Metrics(), engine=EngineSlot(engine), github=client, memory=Memory.open(settings),
         corrections=LearnedCorrections(store, settings.github_api_url),
-        intake=open_intake(settings, store) if role.takes_deliveries else None)
+        intake=open_intake(settings, store) if role.takes_deliveries else None,
+        chat=chat)
     if engine is not None:
         state.corrections.catch_up(engine)
     elif role is Role.WEB_AND_WORKER:

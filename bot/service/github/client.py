@@ -25,6 +25,12 @@ def client_options(api_url: str) -> dict[str, Any]:
             "seconds_between_writes": None}
 
 
+def _association(raw: dict[str, Any]) -> str | None:
+    """The issue author's `author_association` as the API gives it (None where it does not)."""
+    value = raw.get("author_association")
+    return value if isinstance(value, str) and value else None
+
+
 class InstallationClient:
     """Reads and the few writes the bot makes, as one installation; never deletes, never edits the issue."""
 
@@ -40,7 +46,7 @@ class InstallationClient:
                 issue=Issue(id=f"{repo}#{number}", title=issue.title, body=issue.body or "", repo=repo,
                             number=number, url=issue.html_url),
                 state=issue.state, is_pull_request=issue.pull_request is not None,
-                labels=[label.name for label in issue.labels])
+                labels=[label.name for label in issue.labels], author_association=_association(issue.raw_data))
 
     def read_file(self, repo: str, path: str) -> str | None:
         """A text file of the default branch, or None when it does not exist."""

@@ -32,6 +32,8 @@ class WebhookEvent(BaseModel):
     issue: Issue
     issue_state: str = "open"
     issue_labels: list[str] = []
+    # GitHub's word for the issue's author here (OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, ...).
+    author_association: str | None = None
     comment: Comment | None = None
 
     @property
@@ -46,11 +48,12 @@ class IssueSnapshot(BaseModel):
     state: str
     is_pull_request: bool
     labels: list[str]
+    author_association: str | None = None  # as the event's; None where the API does not say
 
     @classmethod
     def from_event(cls, event: WebhookEvent) -> IssueSnapshot:
         return cls(issue=event.issue, state=event.issue_state, is_pull_request=event.is_pull_request,
-                   labels=event.issue_labels)
+                   labels=event.issue_labels, author_association=event.author_association)
 
 
 class PostedComment(BaseModel):

@@ -34,7 +34,7 @@ def parse_event(event: str, payload: dict[str, Any]) -> WebhookEvent:
         sender=_get(payload, "sender.login", str), sender_is_bot=sender.get("type") == "Bot",
         is_pull_request=bool(issue.get("pull_request")),
         issue=_issue(issue, repo, number), issue_state=str(issue.get("state") or "open"),
-        issue_labels=_label_names(issue.get("labels")),
+        issue_labels=_label_names(issue.get("labels")), author_association=_association(issue),
         comment=_comment(payload) if event == "issue_comment" else None)
 
 
@@ -82,6 +82,12 @@ def _issue(issue: dict[str, Any], repo: str, number: int) -> Issue:
     body = _check_text(str(issue.get("body") or ""), "issue.body")
     return Issue(id=f"{repo}#{number}", title=_check_text(title, "issue.title"), body=body, repo=repo,
                  number=number, url=issue.get("html_url"))
+
+
+def _association(issue: dict[str, Any]) -> str | None:
+    """The issue author's `author_association`; anything but a short word counts as unknown."""
+    value = issue.get("author_association")
+    return value.upper() if isinstance(value, str) and value.isascii() and 0 < len(value) <= 40 else None
 
 
 def _comment(payload: dict[str, Any]) -> Comment:

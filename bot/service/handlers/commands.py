@@ -67,7 +67,8 @@ def handle_comment(ctx: JobContext, event: WebhookEvent) -> str:
         if not load_repo_config(ctx.client, event.repo, ctx.engine.taxonomy).enabled:
             return disabled(ctx)
         record_corrections(ctx.state.store, ctx.delivery_id, event, author, corrections)
-    return triage_issue(ctx, event)
+    # Asked for by someone with write access: answered on a member's issue too (the rest of the policy holds).
+    return triage_issue(ctx, event, requested=True)
 
 
 def may_command(ctx: JobContext, event: WebhookEvent) -> bool:

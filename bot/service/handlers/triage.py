@@ -1,12 +1,16 @@
-"""The triage job: read the issue, triage it, and post (or, in shadow mode, store) the one comment."""
+"""The triage job: read the issue, triage it, and post (or, in shadow mode, store) the one comment, or stay
+silent when the repository's comment policy says so (`bot/comment/policy.py`)."""
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
-from bot.comment import render_comment
-from bot.decision import plan_response
+from bot.comment import compose, silence_reason
+from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
+from bot.decision import Plan, plan_response
+from bot.repo_config import RepoConfig
 from bot.service.github.models import IssueSnapshot, PostedComment, WebhookEvent
 from bot.service.handlers.config_file import disabled, load_repo_config
 from bot.service.handlers.context import JobContext
@@ -19,14 +23,23 @@ log = logging.getLogger(__name__)
 
 router = Router()
 
+SHADOW = "stored (shadow mode)"
+# Each outcome as a label of `ddl_triage_comments_total` (a fixed set).
+COMMENT_METRIC = {"comment created": "created", "comment edited": "edited", "comment unchanged": "unchanged",
+                  SHADOW: "shadow", SILENT_NOTHING: "silent_nothing_to_add", SILENT_MEMBER: "silent_member",
+                  SILENT_NEVER: "silent_never"}
+
 
 @router.register("issues", "opened", "edited", "reopened")
 def handle_issue(ctx: JobContext, event: WebhookEvent) -> str:
     return triage_issue(ctx, event)
 
 
-def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
-    """Triage the issue as it is now and upsert the bot's comment; returns the outcome."""
+def triage_issue(ctx: JobContext, event: WebhookEvent, *, requested: bool = False) -> str:
+    """Triage the issue as it is now and upsert the bot's comment, or stay silent; returns the outcome.
+
+    `requested`: someone with write access asked for it (`/triage`), so an issue of a member is answered too.
+    """
     config = load_repo_config(ctx.client, event.repo, ctx.engine.taxonomy)
     if not config.enabled:  # read first: nothing of a repository that turned the bot off is stored
         return disabled(ctx)
@@ -44,27 +57,64 @@ def triage_issue(ctx: JobContext, event: WebhookEvent) -> str:
     recalled = recall(ctx, event.repo, event.number, snapshot.issue, result, config)  # before the thresholds
     plan = plan_response(recalled.result, config, ctx.state.store.corrections(event.repo, event.number),
                          service_shadow=ctx.shadow, can_post=ctx.client is not None)
-    result, shadow = plan.result.model_copy(update={"repo_labels": recalled.repo_labels}), plan.shadow
-    body = render_comment(result, ctx.engine.taxonomy, axes=config.axes,
-                          similarity_floor=ctx.engine.settings.similarity_floor)
-    posted: PostedComment | None = None
-    added: list[str] = []
-    if plan.post and ctx.client is not None:
-        posted = ctx.client.upsert_comment(event.repo, event.number, body)
-        # The repository's own labels join only where the config enables labels (add_labels skips unknown ones).
-        wanted = plan.labels + ([n for n, _ in recalled.repo_labels] if config.labels.enabled else [])
-        if wanted:
-            added = ctx.client.add_labels(event.repo, event.number, wanted, snapshot.labels)
-    ctx.state.store.save_decision(Decision(
-        delivery_id=ctx.delivery_id, repo=event.repo, number=event.number, event=event.event,
-        action=event.action, shadow=shadow, posted=posted is not None,
-        comment_id=posted.id if posted else None, labels_added=added,
-        predictions={axis: p.model_dump() for axis, p in result.predictions.items()},
-        neighbours=[{"id": n.id, "url": n.url, "score": round(n.score, 4)} for n in result.neighbours],
-        related=[r.model_dump() for r in result.related], repo_labels=recalled.repo_labels,
-        comment=body))
+    plan = replace(plan, result=plan.result.model_copy(update={"repo_labels": recalled.repo_labels}))
+    body, silence = _comment(ctx, config, snapshot, event, plan, requested=requested)
+    wanted = plan.labels + ([n for n, _ in recalled.repo_labels] if config.labels.enabled else [])
+    posted, added = _carry_out(ctx, event, plan, body, wanted, snapshot.labels)
+    outcome = silence or _posted_outcome(posted)
+    _save(ctx, event, plan, body, posted, added, outcome)
+    ctx.state.metrics.comments.labels(outcome=COMMENT_METRIC[outcome]).inc()
+    return outcome
+
+
+def _carry_out(ctx: JobContext, event: WebhookEvent, plan: Plan, body: str | None, wanted: list[str],
+               present: list[str]) -> tuple[PostedComment | None, list[str]]:
+    """Upsert the comment (unless silent) and add the labels the plan allows; nothing in shadow mode.
+
+    The repository's own labels are in `wanted` only where the config enables labels; add_labels skips names
+    the repository does not have. Labels do not depend on the comment: a silent triage still adds them.
+    """
+    if not plan.post or ctx.client is None:
+        return None, []
+    # Silent: nothing is posted, and a comment this bot left on the issue earlier (an older version, or before
+    # an edit) is left as it is: the bot never deletes, and an edit saying "nothing to add" would be noise.
+    posted = ctx.client.upsert_comment(event.repo, event.number, body) if body is not None else None
+    added = ctx.client.add_labels(event.repo, event.number, wanted, present) if wanted else []
+    return posted, added
+
+
+def _comment(ctx: JobContext, config: RepoConfig, snapshot: IssueSnapshot, event: WebhookEvent, plan: Plan, *,
+             requested: bool) -> tuple[str | None, str | None]:
+    """The comment's markdown (None: silent) and, when silent, why (a `silent: ...` outcome)."""
+    policy = config.comment_policy(ctx.engine.settings)
+    if requested:
+        policy = policy.model_copy(update={"comment_on_members": True})
+    # The API's association is the fresher; the payload's stands in where the API does not say.
+    association = snapshot.author_association or event.author_association
+    comment_plan, body = compose(snapshot.issue, plan.result, ctx.engine.taxonomy, policy,
+                                 author_association=association, chat=ctx.state.chat)
+    if body is not None:
+        return body, None
+    return None, silence_reason(comment_plan.substance, policy, association)
+
+
+def _posted_outcome(posted: PostedComment | None) -> str:
     if posted is None:
-        return "stored (shadow mode)"
+        return SHADOW
     if posted.created:
         return "comment created"
     return "comment edited" if posted.changed else "comment unchanged"
+
+
+def _save(ctx: JobContext, event: WebhookEvent, plan: Plan, body: str | None, posted: PostedComment | None,
+          added: list[str], outcome: str) -> None:
+    """The decision, stored whether or not anything was posted (shown at /decisions, kept for audit)."""
+    result = plan.result
+    ctx.state.store.save_decision(Decision(
+        delivery_id=ctx.delivery_id, repo=event.repo, number=event.number, event=event.event,
+        action=event.action, shadow=plan.shadow, posted=posted is not None,
+        comment_id=posted.id if posted else None, labels_added=added,
+        predictions={axis: p.model_dump() for axis, p in result.predictions.items()},
+        neighbours=[{"id": n.id, "url": n.url, "score": round(n.score, 4)} for n in result.neighbours],
+        related=[r.model_dump() for r in result.related], repo_labels=result.repo_labels,
+        comment=body, outcome=outcome))

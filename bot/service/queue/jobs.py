@@ -37,5 +37,6 @@ class Decision(BaseModel):
     neighbours: list[dict[str, object]]
     related: list[dict[str, object]] = []  # issues of the same repository, from its memory
     repo_labels: list[tuple[str, float]] = []  # the repository's own labels its label model suggests
-    comment: str
+    comment: str | None = None  # the markdown posted (or, in shadow mode, that would be); None: silent
+    outcome: str = ""  # what the job did: "comment created", "silent: nothing to add", ...
     created_at: float = 0.0

@@ -213,13 +213,14 @@ def test_a_members_issue_or_one_with_nothing_to_add_gets_no_comment(batch: Triag
 def test_a_comment_with_only_its_symptom_needs_a_surer_symptom_than_a_row(batch: TriageResult,
                                                                           taxonomy: Taxonomy) -> None:
     batch = batch.model_copy(update={"diagnoses": []})  # the symptom alone: no diagnosis of the error
-    assert compose_comment(BATCH, batch, taxonomy) is not None  # 0.8: posted on the symptom alone
+    surer = CommentPolicy(confident_symptom=0.8)
+    assert compose_comment(BATCH, batch, taxonomy, surer) is not None  # 0.8: posted on the symptom alone
     predictions = dict(batch.predictions)
     predictions["symptom"] = predictions["symptom"].model_copy(update={"confidence": 0.6})
     shown = batch.model_copy(update={"predictions": predictions})
-    assert compose_comment(BATCH, shown, taxonomy) is None  # a row, but not a reason to speak
+    assert compose_comment(BATCH, shown, taxonomy, surer) is None  # a row, but not a reason to speak
     assert "**Likely:** exception from the API or config" in _always(shown, taxonomy, issue=BATCH)
-    assert compose_comment(BATCH, batch, taxonomy, CommentPolicy(confident_symptom=1.0)) is None
+    assert compose_comment(BATCH, batch, taxonomy) is None  # the default: a symptom alone is only a label
 
 
 def test_at_most_two_asks_in_the_projects_own_words(engine: Engine, taxonomy: Taxonomy) -> None:

@@ -84,6 +84,11 @@ def test_a_launch_script_with_gpus_per_node_shows_the_launch_and_the_hardware(ta
     assert "hardware" not in _asked("Run stops at the first allreduce", script, taxonomy, "hang_timeout")
 
 
+def test_a_plural_gpu_model_in_the_system_info_shows_the_hardware(taxonomy: Taxonomy) -> None:
+    info = "**System info**\n - GPU count and types: a single node with x8 H800s\n - deepspeed 0.14.4"
+    assert "hardware" not in _asked("Run stops at the first allreduce", info, taxonomy, "hang_timeout")
+
+
 def test_a_pasted_ds_report_replaces_every_version_ask_and_an_unfilled_template_does_not(
         taxonomy: Taxonomy) -> None:
     report = ("**ds_report output**\n```\n--------------------------------------------------\n"

@@ -286,3 +286,14 @@ def test_comments_on_real_gold_reports_keep_every_promise(engine: Engine, taxono
 def _always(result: TriageResult, taxonomy: Taxonomy, *, issue: Issue) -> str:
     """The comment as `comment: always` posts it (whatever the silence policy would say)."""
     return compose_comment(issue, result, taxonomy, CommentPolicy(comment="always")) or ""
+
+
+def test_a_stage_alone_is_not_a_line_of_its_own(batch: TriageResult, taxonomy: Taxonomy) -> None:
+    predictions = dict(batch.predictions)
+    predictions["symptom"] = predictions["symptom"].model_copy(update={"label": None})
+    predictions["stage"] = predictions["stage"].model_copy(update={"label": "training"})
+    unsure = batch.model_copy(update={"predictions": predictions})
+    assert "**Likely:**" not in _always(unsure, taxonomy, issue=BATCH)
+    predictions["symptom"] = predictions["symptom"].model_copy(update={"label": "hang_timeout"})
+    sure = batch.model_copy(update={"predictions": predictions})
+    assert "(stage: training)" in _always(sure, taxonomy, issue=BATCH)

@@ -36,6 +36,8 @@ def select_rows(result: TriageResult, taxonomy: Taxonomy, axes: tuple[str, ...],
         pred = result.predictions[axis]
         if pred.label and pred.label != "none":
             rows.append(Row(axis, pred.label, CORRECTED if pred.corrected else None))
+    if [row.axis for row in rows] == ["stage"] and not result.predictions["stage"].corrected:
+        rows = []  # "stage: training" alone tells a maintainer nothing the report does not
     rows += [row for axis in ("root_cause", "fix_pattern")
              if (row := _backed(axis, result, taxonomy, precedents, diagnosis))]
     return [row for row in rows if row.axis in axes]

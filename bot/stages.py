@@ -113,7 +113,8 @@ class StructureVocabulary:
     @classmethod
     def fit(cls, issues: Sequence[NormalisedIssue]) -> StructureVocabulary:
         counts = Counter(t for issue in issues for t in set(issue_tokens(issue)))
-        return cls(sorted(t for t, n in counts.items() if n >= MIN_SHARED))
+        # A column that never fires when nothing is shared: the view then predicts its priors, never fails.
+        return cls(sorted(t for t, n in counts.items() if n >= MIN_SHARED) or ["(nothing shared)"])
 
     def transform(self, issues: Sequence[NormalisedIssue]) -> sparse.csr_matrix:
         rows, cols = [], []

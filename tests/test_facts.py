@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.diagnostics import load_diagnostics
 from bot.domain import Diagnosis, Issue
 from bot.facts import fact_present, fact_shown, framework_of, missing_facts, needs_details
 from bot.normalise import normalise
@@ -188,5 +189,6 @@ def test_every_fact_pattern_of_the_shipped_taxonomy_compiles_and_is_referenced(t
     referenced = set(taxonomy.ask_for_any_bug) | {f for v in taxonomy.axis("symptom").values for f in v.ask_for}
     referenced |= {p for f in taxonomy.facts for p in (*f.all_of, *(x for ps in f.all_of_by_framework.values()
                                                                       for x in ps))}
+    referenced |= {e.ask for e in load_diagnostics().entries if e.ask}  # the diagnostic knowledge base's asks
     assert referenced <= {f.id for f in taxonomy.facts}
     assert {f.id for f in taxonomy.facts} <= referenced | {"versions"}, "a fact nothing asks for"

@@ -19,6 +19,7 @@ import pytest
 from bot.domain import Issue
 from bot.engine import Engine
 from bot.memory.index import MemoryIndex
+from bot.memory.labels import LabelModels
 from bot.memory.queries import Memory, related_issues
 from bot.memory.store import MemoryStore
 from bot.memory.sync import sync_repository
@@ -116,7 +117,7 @@ def test_a_sync_keeps_the_matching_signatures_and_no_bare_signal(
 def synced_memory(github: FakeGitHub, engine: Engine, tmp_path: Path) -> Memory:
     store = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite3'}")
     sync_repository(installation_client(github), store, engine.embedder, REPO)
-    return Memory(store, MemoryIndex(store))
+    return Memory(store, MemoryIndex(store), LabelModels(store.vectors, store.count))
 
 
 def related_to(memory: Memory, settings: Settings, engine: Engine, issue: Issue) -> tuple[list[Any], float]:

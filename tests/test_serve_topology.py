@@ -24,6 +24,12 @@ from tests.test_service_comment_policy import NOTHING_TO_ADD
 
 INSTALLATION = 51000001  # the installation of the payloads in tests/payloads
 CORRECTED = "out_of_memory"  # a symptom the engine does not give the payload's NCCL timeout by itself
+SAME_ERROR_OTHER_WORDS = {
+    "title": "Resuming from a checkpoint on 4 nodes never finishes the first optimizer step",
+    "body": "After loading the step-12000 checkpoint with ZeRO-2 offload, the loss for the first batch is printed "
+            "and then nothing more. Ten minutes later rank 11 logs:\n\n```\n[rank11]:[E ProcessGroupNCCL.cpp:607] "
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, "
+            "Timeout(ms)=600000) ran for 600412 milliseconds before timing out.\n```\n\nfastdist 0.9.4, torch 2.4.1"}
 
 
 @pytest.fixture
@@ -62,6 +68,13 @@ def test_serve_with_two_worker_processes_installs_syncs_cites_learns_and_uninsta
         [comment] = github.bot_comments(REPO, 42)
         cited = next(line for line in comment["body"].splitlines() if "#31" in line)
         assert "fixed by #4290" in cited
+
+        # Another author, other words (cosine 0.74 to #31, under the related floor), the same watchdog error:
+        # the shared error signature alone brings #31 and its fix.
+        served.deliver(issue_payload(github, number=46, **SAME_ERROR_OTHER_WORDS))
+        served.wait_idle()
+        [other] = github.bot_comments(REPO, 46)
+        assert "fixed by #4290" in next(line for line in other["body"].splitlines() if "#31" in line)
 
         # A label change reaches the memory.
         served.deliver(issue_event("labeled", 42, labels=[{"name": "bug"}, {"name": "nccl"}]))

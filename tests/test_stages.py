@@ -25,15 +25,15 @@ gradient_acc_step * world_size 64 != 2 * 8 * 2
 
 MEGATRON_SHAPE_IN_STEP = """\
 [rank6]: Traceback (most recent call last):
-[rank6]:   File "/mnt/code/Megatron-LM/pretrain_gpt.py", line 288, in <module>
+[rank6]:   File "/workspace/Megatron-LM/pretrain_gpt.py", line 288, in <module>
 [rank6]:     pretrain(train_valid_test_datasets_provider, model_provider, ModelType.encoder_or_decoder,
-[rank6]:   File "/mnt/code/Megatron-LM/megatron/training/training.py", line 386, in pretrain
+[rank6]:   File "/workspace/Megatron-LM/megatron/training/training.py", line 386, in pretrain
 [rank6]:     iteration, num_floating_point_operations_so_far = train(
-[rank6]:   File "/mnt/code/Megatron-LM/megatron/training/training.py", line 1452, in train
+[rank6]:   File "/workspace/Megatron-LM/megatron/training/training.py", line 1452, in train
 [rank6]:     loss_dict, skipped_iter, should_checkpoint, should_exit, exit_code, grad_norm, num_zeros_in_grad = \\
-[rank6]:   File "/mnt/code/Megatron-LM/megatron/training/training.py", line 768, in train_step
+[rank6]:   File "/workspace/Megatron-LM/megatron/training/training.py", line 768, in train_step
 [rank6]:     losses_reduced = forward_backward_func(
-[rank6]:   File "/mnt/code/Megatron-LM/megatron/core/models/common/embeddings/rotary_pos_embedding.py", line 171, \
+[rank6]:   File "/workspace/Megatron-LM/megatron/core/models/common/embeddings/rotary_pos_embedding.py", line 171, \
 in apply_rotary_pos_emb
 [rank6]:     t = (t * cos_) + (_rotate_half(t, rotary_interleaved) * sin_)
 [rank6]: RuntimeError: The size of tensor a (4096) must match the size of tensor b (2048) at non-singleton dimension 0

@@ -62,6 +62,14 @@ class TrainingSet:
         return np.array([i for i, _ in pairs], dtype=int), [y for _, y in pairs]
 
 
+def fit_vectorizer(vectorizer: Any, texts: list[str]) -> Any:
+    """Fit a TF-IDF vectorizer; on a training set too small for its document-frequency bounds (fewer than four
+    texts under `max_df=0.5, min_df=2`) the bounds are dropped rather than the fit failing."""
+    if isinstance(vectorizer.max_df, float) and len(texts) * vectorizer.max_df < max(vectorizer.min_df, 1) + 1:
+        vectorizer.set_params(max_df=1.0, min_df=1)
+    return vectorizer.fit(texts)
+
+
 def training_label(labels: dict[str, str | None], silver: dict[str, str | None], taxonomy: Taxonomy,
                    axis: str, use_silver: bool) -> str | None:
     """The gold label when established; else, if allowed, the annotator's silver guess; else None."""

@@ -26,6 +26,7 @@ from bot.predictors.base import (
     Query,
     State,
     TrainingSet,
+    fit_vectorizer,
     normalise_distribution,
     register,
 )
@@ -72,7 +73,7 @@ class FusedLinearPredictor(Predictor):
         self._vectorizers = _vectorizers()
         inputs = {"words": texts, "title": titles, "chars": texts}
         for view, vectorizer in self._vectorizers.items():
-            vectorizer.fit(inputs[view])
+            fit_vectorizer(vectorizer, inputs[view])
             vectorizer.idf_ = vectorizer.idf_.astype(np.float32).astype(np.float64)  # as a stored copy holds it
 
     def fit(self, data: TrainingSet) -> None:

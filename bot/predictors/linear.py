@@ -17,6 +17,7 @@ from bot.predictors.base import (
     Query,
     State,
     TrainingSet,
+    fit_vectorizer,
     register,
 )
 from bot.predictors.knn import KnnPredictor
@@ -39,7 +40,7 @@ class LinearPredictor(Predictor):
     def fit(self, data: TrainingSet) -> None:
         self._tfidf = TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_df=0.5, sublinear_tf=True,
                                       max_features=20000)
-        self._tfidf.fit(data.texts)
+        fit_vectorizer(self._tfidf, data.texts)
         self._models = self._unfitted_models()
         self._models.fit(data, self._features(data.index.vectors, data.texts))
         self._models.round_trip()

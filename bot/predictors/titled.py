@@ -10,7 +10,17 @@ import numpy as np
 from scipy import sparse
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from bot.predictors.base import Arrays, AxisDistributions, Meta, Predictor, Query, State, TrainingSet, register
+from bot.predictors.base import (
+    Arrays,
+    AxisDistributions,
+    Meta,
+    Predictor,
+    Query,
+    State,
+    TrainingSet,
+    fit_vectorizer,
+    register,
+)
 from bot.predictors.linear import LinearPredictor
 from bot.settings import Settings
 
@@ -39,7 +49,7 @@ class TitledLinearPredictor(LinearPredictor):
     def fit(self, data: TrainingSet) -> None:
         titles = [case.title or "" for case in data.index.cases]
         self._tfidf = self._text_vectorizer()
-        self._tfidf.fit(data.texts)
+        fit_vectorizer(self._tfidf, data.texts)
         self._titles = title_vectorizer()
         self._titles.fit(titles)
         self._models = self._unfitted_models()

@@ -289,6 +289,7 @@ def _always(result: TriageResult, taxonomy: Taxonomy, *, issue: Issue) -> str:
 
 
 def test_a_stage_alone_is_not_a_line_of_its_own(batch: TriageResult, taxonomy: Taxonomy) -> None:
+    batch = batch.model_copy(update={"diagnoses": [], "related": [], "neighbours": []})  # nothing backs a cause
     predictions = dict(batch.predictions)
     predictions["symptom"] = predictions["symptom"].model_copy(update={"label": None})
     predictions["stage"] = predictions["stage"].model_copy(update={"label": "training"})

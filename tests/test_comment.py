@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from bot.comment import (
     compose_comment,
     escape_markdown,
     has_marker,
+    plan_comment,
     should_comment,
     silence_reason,
 )
@@ -298,3 +300,19 @@ def test_a_stage_alone_is_not_a_line_of_its_own(batch: TriageResult, taxonomy: T
     predictions["symptom"] = predictions["symptom"].model_copy(update={"label": "hang_timeout"})
     sure = batch.model_copy(update={"predictions": predictions})
     assert "(stage: training)" in _always(sure, taxonomy, issue=BATCH)
+
+
+def test_the_next_step_is_not_asked_again_and_versions_alone_are_no_reason_to_speak(
+        batch: TriageResult, taxonomy: Taxonomy) -> None:
+    hang = Issue(id="h", repo=REPO, number=9002, title="Training hangs at step 3000 on 4 nodes",
+                 body="All ranks stop printing after step 3000 and GPU utilisation drops to zero; nothing is raised.")
+    diagnosis = Diagnosis(id="hang", title="A hang", reading="The job stops making progress.",
+                          next_step="Run `py-spy dump --pid <PID>` on every rank and rerun with `NCCL_DEBUG=INFO`.",
+                          symptoms=["hang_timeout"], ask="stack_dump")
+    hung = batch.model_copy(update={"diagnoses": [diagnosis], "related": [], "neighbours": []})
+    plan = plan_comment(hung, taxonomy, CommentPolicy(), hang)
+    assert "stack_dump" not in plan.asks and "nccl_debug" not in plan.asks  # the next step already says them
+    bare = batch.model_copy(update={"diagnoses": [], "related": [], "neighbours": []})
+    only_versions = replace(plan_comment(bare, taxonomy, CommentPolicy(), BATCH), asks=["versions"])
+    assert only_versions.substance.asks == 0 and not should_comment(only_versions.substance, CommentPolicy())
+    assert replace(only_versions, asks=["traceback"]).substance.asks == 1

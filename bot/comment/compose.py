@@ -15,14 +15,17 @@ from bot.comment.policy import CommentPolicy, Substance, should_comment
 from bot.comment.precedents import Precedent, render_precedents, select_precedents
 from bot.comment.reading import write_reading
 from bot.comment.rows import Row, render_rows, select_rows
-from bot.domain import Diagnosis, Issue, TriageResult
-from bot.facts import MAX_ASKED, NEEDS_DETAILS_FACTS, framework_of, missing_facts
+from bot.domain import Diagnosis, EnvironmentFacts, Issue, TriageResult
+from bot.facts import MAX_ASKED, NEEDS_DETAILS_FACTS, fact_present, framework_of, missing_facts
 from bot.llm.base import ChatModel
 from bot.taxonomy import Taxonomy
 
 NEEDS_DETAILS = "This report does not say enough yet for a suggestion. Please add:"
 ASK_MISSING = "**Please add:**"
 NOTHING_TO_ADD = "No earlier issue or known error matches this report yet."
+# Asks for the environment alone (`ds_report`, the versions): worth a line in a comment that says something else,
+# never the reason to post one (maintainers judged a label plus "post your versions" noise).
+ENVIRONMENT_ONLY = frozenset({"versions", "torch_version", "cuda_version", "framework_version"})
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,8 @@ class CommentPlan:
     @property
     def substance(self) -> Substance:
         return Substance(precedents=len(self.precedents), diagnoses=int(self.diagnosis is not None),
-                         confident_symptom=self.confident_symptom, asks=len(self.asks))
+                         confident_symptom=self.confident_symptom,
+                         asks=len([f for f in self.asks if f not in ENVIRONMENT_ONLY or self.needs_details]))
 
     @property
     def references(self) -> frozenset[str]:
@@ -63,6 +67,8 @@ def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy
                              diagnoses=result.diagnoses, needs_details=result.needs_details)
     else:  # the engine's own asks (a bare report has none there: it gets the two a bare report needs)
         asks = list(NEEDS_DETAILS_FACTS) if result.needs_details else result.missing_facts[:MAX_ASKED]
+    if diagnosis is not None:  # what the next step already tells them to run and post is not asked twice
+        asks = [f for f in asks if not fact_present(taxonomy.fact(f), diagnosis.next_step, EnvironmentFacts())]
     framework = framework_of(issue, result.environment) if issue else result.environment.framework
     if result.needs_details:  # a bare report: the asks alone, no guesses
         precedents, rows = [], []

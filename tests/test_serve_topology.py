@@ -16,6 +16,7 @@ import pytest
 from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
 from bot.memory.store import MemoryStore
 from bot.repo_config import CONFIG_PATH
+from bot.service.queue.jobs import Decision
 from bot.service.queue.store import Store
 from tests.fake_github import REPO, FakeGitHub, github_holding, issue_payload, load_payload
 from tests.memory_helpers import installation_payload, listing_pages, rows_naming
@@ -142,6 +143,25 @@ def test_served_workers_post_the_comment_only_where_the_policy_lets_them_and_sto
         assert sample(metrics, f'ddl_triage_comments_total{{outcome="{outcome}"}}') == count, outcome
 
 
+def test_thirty_edits_reaching_the_web_process_while_the_workers_are_busy_end_in_one_comment_on_the_latest_text(
+        github: FakeGitHub, tmp_path: Path) -> None:
+    """Coalescing as deployed: the web process supersedes a queued triage of the same issue at intake, so the
+    workers, once free, triage only the newest text."""
+    with serving(github, tmp_path, workers=2, worker_niceness="0") as served:
+        first, second = served.worker_pids()
+        with paused(first, served.databases), paused(second, served.databases):
+            assert served.deliver(issue_payload(github)).status_code == 202
+            for n in range(1, 30):
+                edit = issue_payload(github, "issues-edited", body=f"Edit {n}: NCCL all_reduce hangs on 8 GPUs.")
+                assert served.deliver(edit).status_code == 202
+        counts = served.wait_idle()
+        decisions = decisions_of(served, 42)
+    assert counts == {"done": 1, "superseded": 29}
+    assert len(github.bot_comments(REPO, 42)) == 1
+    assert [d.action for d in decisions] == ["edited"]
+    assert github.repos[REPO].issues[42]["body"].startswith("Edit 29:")
+
+
 def memory_count(served: Served) -> int:
     store = MemoryStore(served.database_url)
     try:
@@ -160,13 +180,17 @@ def memory_labels(served: Served, number: int) -> list[str]:
         store.close()
 
 
-def latest_decision(served: Served, number: int) -> dict[str, Any]:
+def decisions_of(served: Served, number: int) -> list[Decision]:
+    """The issue's stored decisions, the latest first."""
     store = Store(served.database_url)
     try:
-        decision = next(d for d in store.decisions(repo=REPO) if d.number == number)
-        return decision.model_dump()
+        return [d for d in store.decisions(repo=REPO) if d.number == number]
     finally:
         store.close()
+
+
+def latest_decision(served: Served, number: int) -> dict[str, Any]:
+    return decisions_of(served, number)[0].model_dump()
 
 
 def issue_event(action: str, number: int, **issue: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from bot.dataset import LoadReport, default_case_files, load_case_base
-from bot.diagnostics import diagnose
+from bot.diagnostics import diagnose, diagnostics_path
 from bot.domain import Case, Issue, TriageResult
 from bot.embedding import Embedder, EmbeddingCache
 from bot.facts import NON_BUG_KINDS, missing_facts, needs_details
@@ -33,7 +33,7 @@ ENGINE_VERSION = "3"
 # Fitted models are cached; a change to any code that shapes them makes the cached copies stale.
 FITTING_CODE = ("predictors/*.py", "features.py", "normalise.py", "policy.py", "engine.py", "tracebacks.py",
                 "frames.py", "exits.py", "log_lines.py", "canonical.py", "signatures.py", "fitted.py", "cues.py",
-                "joint.py", "stages.py")
+                "joint.py", "stages.py", "diagnostics.py", "textmatch.py")
 CALIBRATION_FOLDS = 5
 # Libraries whose versions can change a fitted model or an embedding: part of every cache key and pack.
 VERSIONED_PACKAGES = ("ddl-triage", "numpy", "scikit-learn", "scipy", "sentence-transformers", "torch",
@@ -251,6 +251,7 @@ def code_digest() -> str:
     for pattern in FITTING_CODE:
         for path in sorted(root.glob(pattern)):
             digest.update(path.read_bytes())
+    digest.update(diagnostics_path().read_bytes())  # the structure view reads the shipped knowledge base
     return digest.hexdigest()[:16]
 
 

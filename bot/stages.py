@@ -6,8 +6,11 @@ preparation); `forward`, `backward`, `step`, `train_batch` during it (training);
 rendezvous or `initialize_model_parallel` at communication setup; a module import or an extension build at
 environment setup. Each frame's function names a phase; the phases on the stack and the innermost one (the
 closest to the failure) are features, with the deepest framework frame's function.
-For **symptom**, the final exception's class, the kinds of the error signatures, the exit code and signal, and
-the signatures' digests that several training cases share (the same canonical message).
+For **symptom**, the final exception's class, the kinds of the error signatures, the exit code and signal, the
+signatures' digests that several training cases share (the same canonical message), and what the diagnostic
+knowledge base (`taxonomy/diagnostics.yaml`) reads in the error's own words: the first symptom and the stage of
+every entry that fires. Entries are columns through the labels they name, so an entry no training case fired
+still speaks through its symptom.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import sparse
 
+from bot.diagnostics import load_diagnostics
 from bot.normalise import NormalisedIssue
 from bot.tracebacks import Failure
 
@@ -97,10 +101,21 @@ def failure_tokens(failure: Failure, digests: Sequence[str] = ()) -> list[str]:
     return tokens
 
 
+def diagnosis_tokens(issue: NormalisedIssue) -> list[str]:
+    """The labels the shipped knowledge base's entries name for the failures it recognises in the issue (the
+    first symptom of each, its stage where the error establishes one), whatever kind of report it is."""
+    tokens: list[str] = []
+    for entry, _ in load_diagnostics().fired(issue.title, issue.body, issue.environment.framework):
+        tokens += [f"diagnosis-symptom:{s}" for s in entry.symptoms[:1]]
+        tokens += [f"diagnosis-stage:{entry.stage}"] if entry.stage else []
+    return list(dict.fromkeys(tokens))
+
+
 def issue_tokens(issue: NormalisedIssue) -> list[str]:
-    """The failure's tokens, the kinds of its signatures, and the phases its prose names."""
+    """The failure's tokens, the kinds of its signatures, the phases its prose names, and the diagnoses' labels."""
     prose = [f"prose:{phase}" for phase, rx in _PROSE.items() if rx.search(issue.text)]
-    return failure_tokens(issue.failure, issue.digests) + [f"signature:{s.kind}" for s in issue.signatures] + prose
+    return (failure_tokens(issue.failure, issue.digests) + [f"signature:{s.kind}" for s in issue.signatures] + prose
+            + diagnosis_tokens(issue))
 
 
 class StructureVocabulary:

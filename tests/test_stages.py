@@ -148,3 +148,13 @@ def test_the_vocabulary_keeps_tokens_several_cases_share() -> None:
     assert matrix.shape == (3, len(vocabulary.terms))
     assert matrix[0].sum() == matrix[1].sum() > 1
     assert [vocabulary.terms[j] for j in matrix[2].indices] == ["failure"]  # the only token the watchdog shares
+
+
+def test_the_knowledge_bases_diagnoses_speak_through_the_labels_they_name() -> None:
+    on_deepspeed = set(issue_tokens(normalise(Issue(title="t", body=DEEPSPEED_CONFIG_ASSERT,
+                                                    repo="deepspeedai/DeepSpeed"))))
+    assert {"diagnosis-symptom:api_exception", "diagnosis-stage:data_model_preparation"} <= on_deepspeed
+    assert not {t for t in tokens(DEEPSPEED_CONFIG_ASSERT) if t.startswith("diagnosis")}  # a DeepSpeed-only entry
+    assert "diagnosis-symptom:tensor_mismatch" in tokens(MEGATRON_SHAPE_IN_STEP)
+    assert "diagnosis-symptom:hang_timeout" in tokens(NCCL_WATCHDOG)
+    assert not {t for t in tokens("How should I set micro-batch size with ZeRO-3?") if t.startswith("diagnosis")}

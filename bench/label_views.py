@@ -188,15 +188,7 @@ def main() -> None:
     parser.add_argument("--folds-cache", type=Path, help="JSON of the folds' predictions, reused when present")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    settings = load_settings()
-    config = task_config(load_task(args.task), settings.data_dir, False)
-    taxonomy = load_taxonomy(settings.taxonomy)
-    settings = settings.model_copy(update={"seed": config.seed})
-    embedder = make_embedder(settings)
-    tested = Embedded.of([c for d in config.datasets for c in load_set(d, taxonomy).cases], embedder)
-    extra_paths, _ = config.extra_cases_for_all(config.datasets)
-    base = Embedded.of([c for p in extra_paths for c in load_set(p, taxonomy).cases], embedder)
-    splits, _ = cv_splits(tested, base, config.folds, config.seed, config.near_duplicate_cosine, args.repeats)
+    settings, taxonomy, splits = task_splits(args.task, args.repeats)
     folds = cached_folds(args, splits, settings)
     baseline = samples_of(folds, [decode(f, (), None, 0.0, ()) for f in folds])
     results: dict[str, Any] = {}
@@ -219,6 +211,21 @@ def main() -> None:
     print_table(results)
     if args.out:
         args.out.write_text(json.dumps({"task": args.task, "repeats": args.repeats, "results": results}, indent=1))
+
+
+def task_splits(task: str, repeats: int) -> tuple[Settings, Any, list[Split]]:
+    """The settings (with the task's seed), the taxonomy and the task's folds for the first `repeats`
+    repetitions, as `python -m eval run --task ...` draws them."""
+    settings = load_settings()
+    config = task_config(load_task(task), settings.data_dir, False)
+    taxonomy = load_taxonomy(settings.taxonomy)
+    settings = settings.model_copy(update={"seed": config.seed})
+    embedder = make_embedder(settings)
+    tested = Embedded.of([c for d in config.datasets for c in load_set(d, taxonomy).cases], embedder)
+    extra_paths, _ = config.extra_cases_for_all(config.datasets)
+    base = Embedded.of([c for p in extra_paths for c in load_set(p, taxonomy).cases], embedder)
+    splits, _ = cv_splits(tested, base, config.folds, config.seed, config.near_duplicate_cosine, repeats)
+    return settings, taxonomy, splits
 
 
 def cached_folds(args: argparse.Namespace, splits: list[Split], settings: Settings) -> list[dict[str, Any]]:

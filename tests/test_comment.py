@@ -316,3 +316,19 @@ def test_the_next_step_is_not_asked_again_and_versions_alone_are_no_reason_to_sp
     only_versions = replace(plan_comment(bare, taxonomy, CommentPolicy(), BATCH), asks=["versions"])
     assert only_versions.substance.asks == 0 and not should_comment(only_versions.substance, CommentPolicy())
     assert replace(only_versions, asks=["traceback"]).substance.asks == 1
+
+
+def test_a_label_the_shown_diagnosis_names_otherwise_is_left_out(batch: TriageResult, taxonomy: Taxonomy) -> None:
+    predictions = dict(batch.predictions)
+    predictions["symptom"] = AxisPrediction(label="segmentation_fault", confidence=0.8,
+                                            top=[("segmentation_fault", 0.8)])
+    predictions["stage"] = AxisPrediction(label="training", confidence=0.8, top=[("training", 0.8)])
+    guessed = batch.model_copy(update={"predictions": predictions, "diagnoses": [DIAGNOSIS]})
+    likely = next(line for line in _lines(_always(guessed, taxonomy, issue=BATCH)) if line.startswith("**Likely:**"))
+    assert "crash in native code" not in likely and "stage:" not in likely  # the error names api_exception, prep
+    assert "cause: inconsistent distributed settings" in likely  # what the diagnosis itself establishes stays
+    predictions["symptom"] = predictions["symptom"].model_copy(update={"corrected": True})
+    corrected = _always(guessed.model_copy(update={"predictions": predictions}), taxonomy, issue=BATCH)
+    assert "crash in native code (set by a maintainer)" in corrected  # a maintainer's word outranks the error
+    agreeing = batch.model_copy(update={"diagnoses": [DIAGNOSIS]})
+    assert "exception from the API or config" in _always(agreeing, taxonomy, issue=BATCH)

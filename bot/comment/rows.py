@@ -2,8 +2,9 @@
 
 Maintainers judged tables of "not sure" rows and speculative cause / fix advice noise. So: an axis only when
 its calibrated confidence clears its threshold (never a "not sure" row); the kind only when the issue is not
-a bug report; root cause and fix pattern only when a diagnosis of the error or a precedent shown above backs
-them, and the line says which. A maintainer's correction is always shown, as theirs.
+a bug report; a symptom or stage that the diagnosis shown names otherwise is left out (the error's own words
+outrank the guess); root cause and fix pattern only when a diagnosis of the error or a precedent shown above
+backs them, and the line says which. A maintainer's correction is always shown, as theirs.
 """
 
 from __future__ import annotations
@@ -34,13 +35,22 @@ def select_rows(result: TriageResult, taxonomy: Taxonomy, axes: tuple[str, ...],
     rows: list[Row] = []
     for axis in ("symptom", "stage"):
         pred = result.predictions[axis]
-        if pred.label and pred.label != "none":
+        if pred.label and pred.label != "none" and (pred.corrected or not _contradicts(axis, pred.label, diagnosis)):
             rows.append(Row(axis, pred.label, CORRECTED if pred.corrected else None))
     if [row.axis for row in rows] == ["stage"] and not result.predictions["stage"].corrected:
         rows = []  # "stage: training" alone tells a maintainer nothing the report does not
     rows += [row for axis in ("root_cause", "fix_pattern")
              if (row := _backed(axis, result, taxonomy, precedents, diagnosis))]
     return [row for row in rows if row.axis in axes]
+
+
+def _contradicts(axis: str, label: str, diagnosis: Diagnosis | None) -> bool:
+    """Whether the diagnosis the comment shows names other labels on this axis: a "Likely: crash in native code"
+    under a next step that reads the OOM killer's SIGKILL makes a maintainer trust neither, so the guess yields."""
+    if diagnosis is None:
+        return False
+    named = diagnosis.symptoms if axis == "symptom" else [diagnosis.stage] if diagnosis.stage else []
+    return bool(named) and label not in named
 
 
 def _backed(axis: str, result: TriageResult, taxonomy: Taxonomy, precedents: list[Precedent],

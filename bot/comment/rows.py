@@ -45,8 +45,9 @@ def select_rows(result: TriageResult, taxonomy: Taxonomy, axes: tuple[str, ...],
 
 
 def _contradicts(axis: str, label: str, diagnosis: Diagnosis | None) -> bool:
-    """Whether the diagnosis the comment shows names other labels on this axis: a "Likely: crash in native code"
-    under a next step that reads the OOM killer's SIGKILL makes a maintainer trust neither, so the guess yields."""
+    """Whether the diagnosis the comment shows names other labels on this axis: a "Likely: tensor shape or dtype
+    mismatch" under a next step that reads Transformer Engine's fused-attention cuDNN error makes a maintainer
+    trust neither, so the guess yields."""
     if diagnosis is None:
         return False
     named = diagnosis.symptoms if axis == "symptom" else [diagnosis.stage] if diagnosis.stage else []

@@ -75,10 +75,13 @@ def missing_facts(issue: Issue, environment: EnvironmentFacts, taxonomy: Taxonom
 
     Nothing is asked of a question, a feature request or a documentation report, nor of a report whose kind
     is unsure unless a failure was recognised. A report with too little text is asked for the error and the
-    versions.
+    versions; when `symptom` (there: what its title clearly reads as) is a failure without an error - low
+    throughput, a loss that differs, a hang - it is asked for what that failure needs instead of a traceback
+    it will never have.
     """
     if needs_details:
-        wanted: list[str] = list(NEEDS_DETAILS_FACTS)
+        own = list(taxonomy.value("symptom", symptom).ask_for) if symptom and symptom != "none" else []
+        wanted: list[str] = [*own, "versions"] if own and "traceback" not in own else list(NEEDS_DETAILS_FACTS)
     elif kind in NON_BUG_KINDS or not (kind == "bug_report" or diagnoses or (symptom and symptom != "none")):
         return []
     else:

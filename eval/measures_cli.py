@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from bot.settings import Settings
+
 SIGNATURE_FILES = ("ddl-dev.jsonl", "ddl-dev-r3.jsonl", "liu23.jsonl")
 
 
@@ -32,13 +34,10 @@ def diagnostics(
                                                       "ddl-dev.jsonl, ddl-dev-r3.jsonl, liu23.jsonl).")] = None,
 ) -> None:
     """Per entry of taxonomy/diagnostics.yaml: how often it fires on the gold texts, and how often rightly."""
-    from eval.cli import fail, load_settings
     from eval.diagnostics import GOLD_TEXT_FILES, format_summary, format_table, gold_cases, measure_diagnostics
 
-    settings = load_settings()
-    if settings.data_dir is None:
-        fail("no data directory: set DDL_TRIAGE_DATA_DIR (the folder of ddl-dev.jsonl)")
-    files, cases = gold_cases(settings.data_dir, tuple(dataset or GOLD_TEXT_FILES))
+    _, data_dir = gold_settings()
+    files, cases = gold_cases(data_dir, tuple(dataset or GOLD_TEXT_FILES))
     report = measure_diagnostics(files, cases)
     print(format_table(report) + "\n")
     print(format_summary(report))
@@ -49,14 +48,21 @@ def signatures(
                                                        "ddl-dev files and liu23.jsonl).")] = None,
 ) -> None:
     """Error signatures on the gold data: coverage, recurrence, and gold-symptom precision beside the cosine floor."""
-    from eval.cli import fail, load_settings
     from eval.signature_report import format_report, measure_signatures
 
-    settings = load_settings()
-    if settings.data_dir is None:
-        fail("no gold data: set DDL_TRIAGE_DATA_DIR to the directory of the gold files")
-    files = dataset or [settings.data_dir / n for n in SIGNATURE_FILES if (settings.data_dir / n).is_file()]
+    settings, data_dir = gold_settings()
+    files = dataset or [data_dir / n for n in SIGNATURE_FILES if (data_dir / n).is_file()]
     report = measure_signatures(settings, files)
     print(f"error signatures of {report.records} records of {', '.join(f.name for f in files)}; pairs of records "
           "sharing a signature (or above a cosine floor) with the same established gold symptom")
     print(format_report(report))
+
+
+def gold_settings() -> tuple[Settings, Path]:
+    """The settings and their gold data directory, or a one-line error saying how to set it."""
+    from eval.cli import fail, load_settings
+
+    settings = load_settings()
+    if settings.data_dir is None:
+        fail("no gold data directory: set DDL_TRIAGE_DATA_DIR (the folder of ddl-dev.jsonl)")
+    return settings, settings.data_dir

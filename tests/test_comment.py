@@ -249,6 +249,26 @@ def test_a_report_with_too_little_text_is_asked_for_the_error_and_versions_only(
     assert "Transformer Engine" in comment and "**Likely:**" not in comment and "Seen before" not in comment
 
 
+def test_a_bare_report_of_a_failure_without_an_error_is_not_asked_for_a_traceback(engine: Engine,
+                                                                                  taxonomy: Taxonomy) -> None:
+    bare = Issue(title="Training throughput far below the published TFLOPS", body="Why so slow?",
+                 repo="NVIDIA/Megatron-LM")
+    result = engine.triage(bare)
+    assert result.needs_details
+
+    def asks_when(top: str, confidence: float) -> list[str]:
+        symptom = AxisPrediction(label=None, confidence=confidence, top=[(top, confidence)])
+        read = result.model_copy(update={"predictions": {**result.predictions, "symptom": symptom}})
+        return plan_comment(read, taxonomy, CommentPolicy(), bare).asks
+
+    assert asks_when("slow_performance", 0.95) == ["hardware", "memory_setup"]  # its setup, not a traceback
+    assert asks_when("numerical_instability", 0.95)[0] == "precision_setup"
+    assert asks_when("slow_performance", 0.5)[0] == "traceback"  # an unclear title: the error and the versions
+    assert asks_when("api_exception", 0.95)[0] == "traceback"  # a failure with an error: its traceback
+    comment = compose_comment(bare, result, taxonomy) or ""
+    assert "**Likely:**" not in comment  # the reading chooses the asks and is never shown
+
+
 def test_outside_text_in_the_comment_is_inert(batch: TriageResult, taxonomy: Taxonomy) -> None:
     hostile = _fixed(title="@admin [x](http://evil.example) <img src=x onerror=alert(1)>",
                      signature="RuntimeError: `oops` <script>")

@@ -21,6 +21,7 @@ from bot.llm.base import ChatModel
 from bot.taxonomy import Taxonomy
 
 NEEDS_DETAILS = "This report does not say enough yet for a suggestion. Please add:"
+BARE_READING = 0.8  # a bare report's top symptom this sure chooses its asks (tests/test_comment.py)
 ASK_MISSING = "**Please add:**"
 NOTHING_TO_ADD = "No earlier issue or known error matches this report yet."
 # Asks for the environment alone (`ds_report`, the versions): worth a line in a comment that says something else,
@@ -63,7 +64,7 @@ def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy
                                    similarity_floor=policy.similarity_floor, symptom=_symptom_reading(result))
     diagnosis = result.diagnoses[0] if result.diagnoses and not result.needs_details else None
     if issue is not None:
-        asks = missing_facts(issue, result.environment, taxonomy, result.label("kind"), result.label("symptom"),
+        asks = missing_facts(issue, result.environment, taxonomy, result.label("kind"), _asked_symptom(result),
                              diagnoses=result.diagnoses, needs_details=result.needs_details)
     else:  # the engine's own asks (a bare report has none there: it gets the two a bare report needs)
         asks = list(NEEDS_DETAILS_FACTS) if result.needs_details else result.missing_facts[:MAX_ASKED]
@@ -81,6 +82,17 @@ def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy
                        rows=rows, asks=asks, ask_texts=[taxonomy.fact(f).ask_for(framework) for f in asks],
                        needs_details=result.needs_details, repo_labels=result.repo_labels,
                        confident_symptom=confident)
+
+
+def _asked_symptom(result: TriageResult) -> str | None:
+    """The symptom whose facts are asked for: the label; on a bare report (labels withheld), the ranking's top
+    when the title alone reads clearly (a bare "only 20 TFLOPS on 8 A100" is asked for its setup, not a
+    traceback). It decides only what is asked, and is never shown."""
+    prediction = result.predictions.get("symptom")
+    if prediction is None or not result.needs_details:
+        return result.label("symptom")
+    top = prediction.top[0][0] if prediction.top else None
+    return top if prediction.confidence >= BARE_READING else None  # the calibrated confidence of that top label
 
 
 def _symptom_reading(result: TriageResult) -> str | None:

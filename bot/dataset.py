@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from bot.domain import Case, Issue
 from bot.errors import DataError
+from bot.opening import opened_no_later_than
 from bot.settings import AXES
 from bot.taxonomy import Taxonomy
 
@@ -72,9 +73,12 @@ def read_issues(path: Path, on_error: Callable[[DataError], None]) -> Iterator[I
             continue
         try:
             yield Issue(id=str(obj["id"]), title=str(obj["title"] or ""), body=str(obj["body"] or ""),
-                        url=_opt_str(obj.get("url")), repo=_opt_str(obj.get("repo")))
+                        url=_opt_str(obj.get("url")), repo=_opt_str(obj.get("repo")),
+                        created_at=obj.get("created_at") or None)
         except ValidationError as exc:
-            on_error(DataError(f"invalid: {exc.errors()[0]['msg']}", path=str(path), line=lineno))
+            err = exc.errors()[0]
+            on_error(DataError(f"invalid ({err['msg']}); line skipped", path=str(path), line=lineno,
+                               field=".".join(map(str, err["loc"])) or None))
 
 
 def _opt_str(value: object) -> str | None:
@@ -103,8 +107,10 @@ def parse_gold_record(obj: dict[str, object], taxonomy: Taxonomy, *, path: str, 
                                 f"{list(taxonomy.ids(axis))}", path=path, line=line, field=f"{group}.{axis}")
             clean[group][axis] = value
     try:
+        body = str(obj["body"] or "")
         return Case.model_validate({**obj, **clean, "id": str(obj["id"]), "title": obj["title"] or "",
-                                    "body": obj["body"] or "", "source_file": path})
+                                    "body": body, "source_file": path,
+                                    "created_at": obj.get("created_at") or opened_no_later_than(body)})
     except ValidationError as exc:
         err = exc.errors()[0]
         raise DataError(err["msg"], path=path, line=line, field=".".join(map(str, err["loc"]))) from None

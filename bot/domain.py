@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bot.settings import AXES
 
@@ -18,6 +20,14 @@ class Issue(BaseModel):
     repo: str | None = None
     number: int | None = None
     url: str | None = None
+    # When the issue was opened (UTC; a bare date is midnight UTC). Given, only cases opened before it are
+    # retrieved, shown or voting: the App never sees the future.
+    created_at: datetime | None = None
+
+    @field_validator("created_at")
+    @classmethod
+    def _in_utc(cls, value: datetime | None) -> datetime | None:
+        return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
 
 
 class Case(Issue):

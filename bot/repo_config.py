@@ -1,15 +1,18 @@
-"""Per-repository config `.github/ddl-triage.yml`: validated, and never a reason for the bot to stop. What it
-says, not how it is read (the service's handlers read it as the installation: `handlers/config_file.py`)."""
+"""Per-repository config `.github/ddl-triage.yml`, validated. A file that does not validate is an error that names
+each key and its line (`RepoConfigError`): the service then does nothing in that repository until it is fixed
+(fail closed), except that `enabled: false`, read leniently first, always turns the bot off. What it says, not
+how it is read (the service's handlers read it as the installation: `handlers/config_file.py`)."""
 
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from bot.comment.policy import CommentMode, CommentPolicy
-from bot.datafile import parse_yaml_model
 from bot.domain import TriageResult
 from bot.errors import ConfigError
 from bot.settings import AXES, Settings
@@ -92,15 +95,79 @@ class RepoConfig(BaseModel):
                                            axes=self.axes)
 
 
+class RepoConfigError(ConfigError):
+    """A repository's config that cannot be read or does not validate: nothing is done there until it is fixed.
+    `where` names the file, `problem` what is wrong (each key with its line)."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}: {problem}")
+        self.where, self.problem = where, problem
+
+
+# `enabled: false` (or no / off, YAML 1.1's false) at the top level of a file that is not even valid YAML.
+_DISABLED_LINE = re.compile(r"^enabled[ \t]*:[ \t]*(?:false|no|off)[ \t]*(?:#.*)?$", re.IGNORECASE | re.MULTILINE)
+
+
 def parse_repo_config(text: str | None, taxonomy: Taxonomy, where: str = CONFIG_PATH) -> RepoConfig:
-    """The config in `text`; a missing file gives the defaults, a bad one the defaults and a log line."""
+    """The config in `text`: the defaults for a missing (None) or empty file; `enabled: false` wins over every
+    other key, valid or not; any other problem is a RepoConfigError naming each key and line."""
     if text is None:
         return RepoConfig()
     try:
-        return parse_yaml_model(text, RepoConfig, where, "config", context={"taxonomy": taxonomy})
-    except ConfigError as exc:
-        log.warning("%s is invalid, using the defaults: %s", where, str(exc).removeprefix(f"{where}: "))
-        return RepoConfig()
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        if _DISABLED_LINE.search(text):
+            return _disabled_despite(where, "it is not valid YAML")
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 1})" if mark is not None else ""
+        raise RepoConfigError(where, f"not valid YAML{at}: {getattr(exc, 'problem', None) or exc}") from None
+    if raw is not None and not isinstance(raw, dict):
+        raise RepoConfigError(where, "the file must be a mapping of keys (enabled, axes, labels, ...)")
+    raw = raw or {}
+    try:
+        return RepoConfig.model_validate(raw, context={"taxonomy": taxonomy})
+    except ValidationError as exc:
+        if raw.get("enabled") is False:
+            return _disabled_despite(where, "other keys are invalid")
+        lines = key_lines(text)
+        raise RepoConfigError(where, "invalid config: " + "; ".join(
+            _problem(err["loc"], err["msg"], lines) for err in exc.errors())) from None
+
+
+def _disabled_despite(where: str, why: str) -> RepoConfig:
+    log.info("%s says enabled: false; the bot stays off there (%s)", where, why)
+    return RepoConfig(enabled=False)
+
+
+def _problem(loc: tuple[int | str, ...], message: str, lines: dict[tuple[str, ...], int]) -> str:
+    """`key.sub: message (line N)`, the line of the deepest key of `loc` that the file has."""
+    path = tuple(str(p) for p in loc)
+    line = next((lines[path[:n]] for n in range(len(path), 0, -1) if path[:n] in lines), None)
+    return f"{'.'.join(path) or '<top>'}: {message}" + (f" (line {line})" if line else "")
+
+
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """The 1-based line of every mapping key of a YAML document, by its path of keys."""
+    found: dict[tuple[str, ...], int] = {}
+
+    def walk(node: yaml.Node, path: tuple[str, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                sub = (*path, str(key.value))
+                found.setdefault(sub, key.start_mark.line + 1)
+                walk(value, sub)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                found.setdefault((*path, str(i)), item.start_mark.line + 1)
+                walk(item, (*path, str(i)))
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return found
+    if root is not None:
+        walk(root, ())
+    return found
 
 
 def label_names(config: RepoConfig, result: TriageResult) -> list[str]:

@@ -46,7 +46,8 @@ class Settings(BaseSettings):
     github_app_id: int | None = None
     github_private_key: SecretStr | None = None
     github_api_url: str = "https://api.github.com"
-    database_url: str | None = None
+    # A secret: a PostgreSQL URL carries the password (`sqlite_url` gives the value to connect with).
+    database_url: SecretStr | None = None
     shadow: bool = False
     worker_poll_s: float = 0.5
     # A transient failure is retried with exponential backoff (half to full of base * 2**(n-1), capped);
@@ -65,6 +66,9 @@ class Settings(BaseSettings):
     max_pending_deliveries: int = Field(default=2000, ge=1)
     # Bearer token for /metrics, /decisions and the OpenAPI pages (unset: open only in shadow mode on loopback).
     ops_token: SecretStr | None = None
+    # Readiness fails ("stalled") when a due job has waited this long while no job runs (the workers beat but
+    # take nothing); a backlog that is being worked through is not a stall.
+    queue_stall_s: float = 600.0
     retention_days: float = 30.0  # finished jobs, their deliveries, and decisions older than this are deleted
     # `serve`'s worker processes run at this niceness: on a busy machine the acknowledgements come first.
     worker_niceness: int = Field(default=19, ge=0, le=19)
@@ -87,6 +91,13 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown axes {sorted(unknown)}; the axes are {list(AXES)}")
         return value
 
+    @field_validator("ops_token", "database_url", mode="after")
+    @classmethod
+    def _empty_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
+        """`DDL_TRIAGE_OPS_TOKEN=""` is no token (not one that an empty bearer matches); an empty URL is the
+        default database."""
+        return value if value is not None and value.get_secret_value().strip() else None
+
     def threshold(self, axis: str) -> float:
         return self.thresholds.get(axis, 0.5)
 
@@ -96,4 +107,6 @@ class Settings(BaseSettings):
 
     @property
     def sqlite_url(self) -> str:
-        return self.database_url or f"sqlite:///{self.state_dir / 'ddl-triage.sqlite3'}"
+        """The service database's URL in clear, to connect with (log it only through `redact`)."""
+        url = self.database_url.get_secret_value() if self.database_url else ""
+        return url or f"sqlite:///{self.state_dir / 'ddl-triage.sqlite3'}"

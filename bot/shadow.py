@@ -4,11 +4,16 @@ writes nothing to GitHub.
 The service is in shadow mode when asked (`--shadow`, `DDL_TRIAGE_SHADOW`) or when it has no GitHub identity to
 post as; a repository is when the service is or its `.github/ddl-triage.yml` says `shadow: true`. Shadow mode
 never weakens verification while the App could act: an unsigned delivery is accepted only in shadow mode with
-no webhook secret and no App credential configured at all (then nothing can act on GitHub's behalf).
+no webhook secret and no App credential configured at all (then nothing can act on GitHub's behalf), and never
+on an interface beyond loopback while an LLM is configured (`check_exposure`): anyone who reached the port would
+spend its credit.
 """
 
 from __future__ import annotations
 
+import ipaddress
+
+from bot.errors import ConfigError
 from bot.repo_config import RepoConfig
 from bot.settings import Settings
 
@@ -42,3 +47,25 @@ def has_webhook_secret(settings: Settings) -> bool:
 def unsigned_deliveries_allowed(settings: Settings) -> bool:
     """Only a shadow service with neither a webhook secret nor any App credential takes unsigned deliveries."""
     return settings.shadow and not has_webhook_secret(settings) and not has_app_credentials(settings)
+
+
+def check_exposure(settings: Settings, host: str) -> None:
+    """A ConfigError when `serve` would take unsigned deliveries on a non-loopback `host` with an LLM configured
+    (DDL_TRIAGE_LLM or an LLM API key): every forged delivery would spend the LLM's credit and fill the disk.
+    Without an LLM, shadow mode on the payloads alone may listen anywhere (the Docker try-out), with a warning."""
+    llm = settings.llm or (settings.llm_api_key and settings.llm_api_key.get_secret_value())
+    if llm and unsigned_deliveries_allowed(settings) and not is_loopback(host):
+        raise ConfigError(f"DDL_TRIAGE_WEBHOOK_SECRET is not set, an LLM is configured and `serve` would listen on "
+                          f"{host}: anyone who reaches the port could spend the LLM's credit with unsigned "
+                          "deliveries; set DDL_TRIAGE_WEBHOOK_SECRET (and sign what you send, `ddl-triage replay` "
+                          "does), or listen on 127.0.0.1")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (an address or "localhost") is a loopback interface; a name or 0.0.0.0 is not."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

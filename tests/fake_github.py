@@ -79,6 +79,7 @@ class FakeRepo:
     files: dict[str, str] = field(default_factory=dict)
     permissions: dict[str, str] = field(default_factory=dict)  # login -> collaborator role (admin ... read)
     timelines: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    issues_disabled: bool = False  # listing its issues answers 410, as GitHub does for a fork without issues
 
 
 @dataclass
@@ -304,6 +305,8 @@ class FakeGitHub:
             return self._installation_repositories(auth, query)
         if parts[0] != "repos" or len(parts) < 3 or "/".join(parts[1:3]) not in self.repos:
             return 404, {}, {"message": "Not Found"}
+        if not self._token_reaches(auth, "/".join(parts[1:3])):  # another installation's repository
+            return 404, {}, {"message": "Not Found"}
         return self._repo_route(self.repos["/".join(parts[1:3])], method, parts[3:], body, query)
 
     def _access_token(self, installation_id: int, auth: str) -> tuple[int, dict[str, str], Any]:
@@ -319,6 +322,11 @@ class FakeGitHub:
         return 201, {}, {"token": token, "expires_at": expires, "permissions": {"issues": "write"},
                          "repository_selection": "selected"}
 
+    def _token_reaches(self, auth: str, full_name: str) -> bool:
+        """An installation listed in `installations` reaches only its own repositories."""
+        names = self.installations.get(self.tokens[auth.partition(" ")[2]])
+        return names is None or full_name in names
+
     def _token_ok(self, auth: str) -> bool:
         scheme, _, token = auth.partition(" ")
         return scheme.lower() in ("token", "bearer") and token in self.tokens
@@ -327,6 +335,9 @@ class FakeGitHub:
                     ) -> tuple[int, dict[str, str], Any]:
         route = (method, *("{n}" if part.isdigit() else part for part in rest))
         if route == ("GET", "issues"):
+            if repo.issues_disabled:
+                return 410, {}, {"message": "Issues are disabled for this repo",
+                                 "documentation_url": "https://docs.github.com/rest/issues/issues"}
             return self._list_issues(repo, query)
         if route == ("GET",):
             return 200, {}, {"id": 1, "name": repo.full_name.split("/")[1], "full_name": repo.full_name,
@@ -582,9 +593,11 @@ def app_settings_for(settings: Settings, github: FakeGitHub, db_dir: Path, **ove
     update: dict[str, Any] = {
         "webhook_secret": SecretStr(SECRET), "github_app_id": github.app_id,
         "github_private_key": SecretStr(github.private_key), "github_api_url": github.base_url,
-        "database_url": f"sqlite:///{db_dir / 'service.sqlite3'}", "worker_poll_s": 0.02,
+        "database_url": SecretStr(f"sqlite:///{db_dir / 'service.sqlite3'}"), "worker_poll_s": 0.02,
         "write_interval_s": 0.0, "max_attempts": 4, "retry_base_s": 0.05, "retry_max_s": 2.0,
         "job_lease_s": 1.0, "ops_token": SecretStr(OPS_TOKEN)}
+    if isinstance(overrides.get("database_url"), str):  # a secret in the Settings, as from the environment
+        overrides["database_url"] = SecretStr(overrides["database_url"])
     return settings.model_copy(update=update | overrides)
 
 

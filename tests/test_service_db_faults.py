@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import SecretStr
 
 from bot.engine import Engine
 from bot.service.queue.recovery import recover_missed
@@ -205,5 +206,5 @@ def test_a_full_database_gets_503_and_not_ready_then_once_freed_every_issue_ends
 def test_a_real_full_tmpfs_gets_503_and_not_ready_then_once_freed_every_issue_ends_in_one_comment(
         app_settings: Settings, engine: Engine, github: FakeGitHub, tmpfs: Path,
         caplog: pytest.LogCaptureFixture) -> None:
-    app = app_settings.model_copy(update={"database_url": f"sqlite:///{tmpfs / 'service.sqlite3'}"})
+    app = app_settings.model_copy(update={"database_url": SecretStr(f"sqlite:///{tmpfs / 'service.sqlite3'}")})
     full_disk_then_freed(app, engine, github, FilledTmpfs(tmpfs), caplog)

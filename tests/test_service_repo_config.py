@@ -1,8 +1,7 @@
-"""`.github/ddl-triage.yml`: defaults when missing, defaults plus a log line when invalid, labels mapped."""
+"""`.github/ddl-triage.yml`: defaults when missing, an error naming each key and line when invalid (the service
+then fails closed), `enabled: false` read leniently, labels mapped."""
 
 from __future__ import annotations
-
-import logging
 
 import pytest
 
@@ -12,6 +11,7 @@ from bot.policy import apply_thresholds
 from bot.repo_config import (
     CONFIG_PATH,
     RepoConfig,
+    RepoConfigError,
     label_names,
     parse_repo_config,
 )
@@ -39,21 +39,26 @@ def test_a_missing_or_empty_file_gives_the_defaults(taxonomy: Taxonomy) -> None:
 
 
 @pytest.mark.parametrize(("text", "named"), [
-    ("enabled: [", "not valid YAML"),
+    ("enabled: [", "not valid YAML (line 1)"),
     ("- enabled", "mapping"),
-    ("colour: blue\n", "colour"),
+    ("enabled: true\ncolour: blue\n", "colour: Extra inputs are not permitted (line 2)"),
     ("axes: [kind, mood]\n", "mood"),
-    ("thresholds: {symptom: 1.5}\n", "between 0 and 1"),
-    ("labels: {names: {symptom: {hangs: hang}}}\n", "hangs"),
-    ("comment: sometimes\n", "comment: Input should be 'useful', 'always' or 'never'"),
+    ("\nthresholds: {symptom: 1.5}\n", "between 0 and 1 (line 2)"),
+    ("labels:\n  names:\n    symptom: {hangs: hang}\n", "labels.names: Value error, ['hangs'] are not symptom"),
+    ("comment: sometimes\n", "comment: Input should be 'useful', 'always' or 'never' (line 1)"),
     ("comment_on_members: maybe\n", "comment_on_members"),
+    ("enabled: true\nshadw: true\n", "shadw: Extra inputs are not permitted (line 2)"),
 ])
-def test_an_invalid_file_gives_the_defaults_and_a_log_line_naming_the_error(
-        taxonomy: Taxonomy, caplog: pytest.LogCaptureFixture, text: str, named: str) -> None:
-    with caplog.at_level(logging.WARNING, logger="bot.repo_config"):
-        assert parse_repo_config(text, taxonomy, "o/r/.github/ddl-triage.yml") == RepoConfig()
-    [line] = [r.getMessage() for r in caplog.records]
-    assert "o/r/.github/ddl-triage.yml is invalid" in line and named in line
+def test_an_invalid_file_is_an_error_naming_the_key_and_its_line(taxonomy: Taxonomy, text: str, named: str) -> None:
+    with pytest.raises(RepoConfigError) as raised:
+        parse_repo_config(text, taxonomy, "o/r/.github/ddl-triage.yml")
+    assert str(raised.value).startswith("o/r/.github/ddl-triage.yml: ") and named in str(raised.value)
+
+
+@pytest.mark.parametrize("text", ["enabled: false\nshadw: true\n", "enabled: off\ncomment: sometimes\n",
+                                  "axes: [kind\nenabled: false\n", "enabled: false\n"])
+def test_enabled_false_wins_over_every_other_key(taxonomy: Taxonomy, text: str) -> None:
+    assert parse_repo_config(text, taxonomy) == RepoConfig(enabled=False)
 
 
 def test_a_valid_file_is_read(taxonomy: Taxonomy) -> None:
@@ -86,13 +91,14 @@ def test_label_names_come_from_the_taxonomy_through_the_config_map(taxonomy: Tax
     assert label_names(config, _result()) == ["bug", "symptom:hang_timeout"]
 
 
-def test_the_config_is_read_as_the_installation_and_an_unreadable_one_gives_the_defaults(
-        taxonomy: Taxonomy, github: FakeGitHub, caplog: pytest.LogCaptureFixture) -> None:
+def test_the_config_is_read_as_the_installation_and_an_unreadable_one_is_an_error(
+        taxonomy: Taxonomy, github: FakeGitHub) -> None:
     client = GitHubApp(AppCredentials(github.app_id, github.private_key, github.base_url), 0.0).installation(51000001)
     github.repos[REPO].files[CONFIG_PATH] = "enabled: false\n"
     assert load_repo_config(client, REPO, taxonomy) == RepoConfig(enabled=False)
     github.fail("GET", f"/repos/{REPO}/contents/{CONFIG_PATH}", (403, {}, "Resource not accessible by integration"))
-    with caplog.at_level(logging.WARNING, logger="bot.service.handlers.config_file"):
-        assert load_repo_config(client, REPO, taxonomy) == RepoConfig()
-    assert "cannot be read, using the defaults" in caplog.text
+    with pytest.raises(RepoConfigError, match=r"cannot be read .*403"):
+        load_repo_config(client, REPO, taxonomy)
+    del github.repos[REPO].files[CONFIG_PATH]
+    assert load_repo_config(client, REPO, taxonomy) == RepoConfig(), "no file: the defaults"
     assert load_repo_config(None, REPO, taxonomy) == RepoConfig(), "no credentials: the defaults"

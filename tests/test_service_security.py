@@ -23,8 +23,10 @@ from bot.memory.store import SyncCursor
 from bot.redaction import RedactingFilter, redact
 from bot.service.github.credentials import check_credentials
 from bot.service.logs import configure_logging
+from bot.service.state import open_store
 from bot.service.web.app import create_app
 from bot.settings import Settings
+from bot.shadow import check_exposure
 from tests.fake_github import FAST, OPS_TOKEN, REPO, FakeGitHub, deliver, issue_payload, running_service, state_of
 
 GUARDED = ("/metrics", "/decisions", "/healthz/details", "/openapi.json", "/docs", "/redoc")
@@ -116,6 +118,38 @@ def test_a_start_up_never_logs_the_database_password(tmp_path: Path) -> None:
     assert DB_PASSWORD not in run.stderr + run.stdout
 
 
+def test_the_database_url_is_a_secret_and_the_service_still_connects_with_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DDL_TRIAGE_DATABASE_URL", f"postgresql://triage:{DB_PASSWORD}@db.internal:5432/triage")
+    settings = Settings()
+    for shown in (repr(settings), str(settings), settings.model_dump_json(), str(settings.model_dump())):
+        assert DB_PASSWORD not in shown
+    assert settings.sqlite_url == f"postgresql://triage:{DB_PASSWORD}@db.internal:5432/triage"
+    monkeypatch.setenv("DDL_TRIAGE_DATABASE_URL", f"sqlite:///{tmp_path / 'service.sqlite3'}")
+    store = open_store(Settings())
+    try:
+        store.ping()
+    finally:
+        store.close()
+    assert (tmp_path / "service.sqlite3").exists()
+
+
+def test_shadow_mode_with_an_llm_and_no_secret_refuses_to_listen_beyond_loopback(
+        settings: Settings, tmp_path: Path) -> None:
+    run = serve(tmp_path, DDL_TRIAGE_LLM="openai:some-model", DDL_TRIAGE_LLM_API_KEY="sk-test-llm-key-0000",
+                host="0.0.0.0")
+    [line] = [line for line in run.stderr.splitlines() if line.startswith("ddl-triage: error:")]
+    assert run.returncode == 1 and "DDL_TRIAGE_WEBHOOK_SECRET is not set, an LLM is configured" in line
+    assert "0.0.0.0" in line and "sk-test-llm-key-0000" not in run.stderr + run.stdout
+    unsigned = settings.model_copy(update={"shadow": True, "llm_api_key": SecretStr("sk-test-llm-key-0000")})
+    check_exposure(unsigned, "127.0.0.1")  # a try-out on this machine
+    check_exposure(unsigned.model_copy(update={"llm_api_key": None}), "0.0.0.0")  # no LLM: the Docker try-out
+    check_exposure(unsigned.model_copy(update={"webhook_secret": SecretStr("hook-secret-123")}), "0.0.0.0")
+    for host in ("0.0.0.0", "::", "10.1.2.3", "triage.example.org"):
+        with pytest.raises(ConfigError, match="DDL_TRIAGE_WEBHOOK_SECRET"):
+            check_exposure(unsigned, host)
+
+
 def test_the_root_handler_redacts_every_kind_of_secret_from_any_logger(settings: Settings) -> None:
     secrets = settings.model_copy(update={"webhook_secret": SecretStr("hook-secret-123"),
                                           "ops_token": SecretStr("ops-token-456"),
@@ -155,9 +189,9 @@ def test_redaction_keeps_what_is_no_secret() -> None:
     assert RedactingFilter().filter(record) and record.getMessage() == "50% done of postgresql://a:[redacted]@c/d"
 
 
-def serve(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def serve(tmp_path: Path, host: str = "127.0.0.1", **env: str) -> subprocess.CompletedProcess[str]:
     """`ddl-triage serve --shadow` as an operator starts it, with `env` added; expected to stop at start-up."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("DDL_TRIAGE_")}
     base |= {"DDL_TRIAGE_STATE_DIR": str(tmp_path / "state"), "HF_HUB_OFFLINE": "1"} | env
-    return subprocess.run([sys.executable, "-m", "bot.cli", "serve", "--shadow", "--port", "0", "--workers", "0"],
-                          capture_output=True, text=True, env=base, timeout=120)
+    return subprocess.run([sys.executable, "-m", "bot.cli", "serve", "--shadow", "--host", host, "--port", "0",
+                           "--workers", "0"], capture_output=True, text=True, env=base, timeout=120)

@@ -20,12 +20,16 @@ def register(app: typer.Typer) -> None:
 
 
 def worker(shadow: Annotated[bool, typer.Option("--shadow", help="Store decisions instead of posting them.")]
-           = False) -> None:
+           = False,
+           report_fd: Annotated[int | None, typer.Option(hidden=True, help="serve's pipe for ready / error")] = None,
+           parent: Annotated[int, typer.Option(hidden=True, help="serve's pid")] = 0,
+           nice: Annotated[int, typer.Option(hidden=True, help="the niceness serve asks for")] = 0) -> None:
     """Run one worker process: triage queued deliveries from the service database until stopped."""
-    from bot.service.processes import run_worker_process
+    from bot.service.processes import Supervised, run_worker_process
 
     settings = Settings()
-    run_worker_process(settings.model_copy(update={"shadow": True}) if shadow else settings)
+    supervised = Supervised(report_fd, parent, nice) if report_fd is not None else None
+    run_worker_process(settings.model_copy(update={"shadow": True}) if shadow else settings, supervised)
 
 
 @jobs_app.command("list")

@@ -83,3 +83,12 @@ class WriteDeferred(ServiceError):
     def __init__(self, message: str, slot: float) -> None:
         super().__init__(message)
         self.slot = slot
+
+
+class RetryLater(ServiceError):
+    """The job has nothing to do before `retry_after` seconds (the history sync's failed repositories wait out
+    their backoff): queued again for then, without spending an attempt."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -1,5 +1,6 @@
-"""The deployed topology: `ddl-triage serve` (a web process that starts worker processes) and `ddl-triage
-worker` (a process that loads the engine and runs jobs from the shared database until stopped)."""
+"""The deployed topology: `ddl-triage serve` (a web process that supervises its worker processes,
+`supervisor.py`) and `ddl-triage worker` (a process that loads the engine and runs jobs from the shared database
+until stopped)."""
 
 from __future__ import annotations
 
@@ -7,27 +8,55 @@ import importlib.util
 import logging
 import os
 import signal
-import subprocess
 import sys
-from functools import partial
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from types import FrameType
 
 import uvicorn
 
 from bot.service.logs import configure_logging
-from bot.service.metrics_files import forget_process
+from bot.service.queue.upkeep import worker_beat
 from bot.service.queue.worker import Worker
-from bot.service.state import Role, ServiceOptions, build_state, connect_github, open_store
+from bot.service.state import (
+    Role,
+    ServiceOptions,
+    ServiceState,
+    build_state,
+    check_reading_model,
+    connect_github,
+    open_store,
+)
+from bot.service.supervisor import ERROR, READY, Supervisor
 from bot.service.web.app import create_app
 from bot.settings import Settings
+from bot.shadow import check_exposure
 
 log = logging.getLogger(__name__)
 
 
-def run_worker_process(settings: Settings) -> None:
-    """Run one worker in this process's main thread; SIGTERM or SIGINT stops it after the current job."""
+@dataclass(frozen=True)
+class Supervised:
+    """How `serve` started this worker (`ddl-triage worker --report-fd ...`); absent when run by hand."""
+
+    report_fd: int
+    parent: int
+    niceness: int
+
+
+def run_worker_process(settings: Settings, supervised: Supervised | None = None) -> None:
+    """Run one worker in this process's main thread; SIGTERM or SIGINT stops it after the current job. Under
+    `serve` it reports `ready` (or its start-up error) to the supervisor, and dies with it."""
+    if supervised is not None:
+        _follow_parent(supervised)
     configure_logging(settings=settings)
-    state = build_state(settings, Role.WORKER)
+    try:
+        state = build_state(settings, Role.WORKER)
+    except Exception as exc:
+        _report(supervised, f"{ERROR} {exc or type(exc).__name__}")
+        raise
     try:
         worker = Worker(state)
 
@@ -37,29 +66,77 @@ def run_worker_process(settings: Settings) -> None:
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        cases = len(state.engine.engine.index) if state.engine.engine else 0
-        log.info("ddl-triage worker started", extra={"shadow": state.shadow, "cases": cases})
-        worker.run()
+        with beating(state, worker.worker_id):
+            cases = len(state.engine.engine.index) if state.engine.engine else 0
+            log.info("ddl-triage worker started", extra={"shadow": state.shadow, "cases": cases})
+            _report(supervised, READY)
+            worker.run()
     finally:
         state.close()
 
 
+@contextmanager
+def beating(state: ServiceState, worker_id: str) -> Iterator[None]:
+    """While the block runs, say this process is alive every third of a lease from a thread of its own, whatever
+    its job does (a long sync slice or an erasure included): the web's readiness counts the workers that beat."""
+    stopped = threading.Event()
+
+    def beat() -> None:
+        while True:
+            try:
+                worker_beat(state.store, worker_id, state.engine.engine is not None)
+            except Exception as exc:  # the database is down: the next beat may succeed
+                log.warning("worker beat failed: %s", exc)
+            if stopped.wait(state.settings.job_lease_s / 3):
+                return
+
+    thread = threading.Thread(target=beat, name="ddl-triage-beat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stopped.set()
+        thread.join()
+
+
+def _report(supervised: Supervised | None, line: str) -> None:
+    if supervised is None:
+        return
+    try:
+        os.write(supervised.report_fd, (" ".join(line.split()) + "\n").encode())
+    except OSError as exc:  # the supervisor is gone: PR_SET_PDEATHSIG stops this process too
+        log.warning("could not report %r to serve: %s", line.split()[0], exc)
+
+
+def _follow_parent(supervised: Supervised) -> None:
+    """SIGTERM when `serve` dies, even by kill -9, so no worker is orphaned (Linux); then the lower CPU priority
+    `serve` asked for, so that on a busy machine the acknowledgements come before the triage."""
+    if sys.platform == "linux":
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != supervised.parent:  # it died before the line above
+            raise SystemExit(1)
+    os.nice(supervised.niceness)
+
+
 def run_server(settings: Settings, host: str, port: int, workers: int = 1) -> None:
-    """`ddl-triage serve`: check the credentials and the database (clean errors before anything starts), start
-    `workers` worker processes (triage never runs in the web process), then run uvicorn until stopped."""
+    """`ddl-triage serve`: check the configuration (clean errors before anything starts), start `workers` worker
+    processes and wait until each is ready (triage never runs in the web process; one that cannot start stops
+    `serve` with its error, before anything listens), then run uvicorn until stopped, restarting dead workers."""
     configure_logging(settings=settings)
+    check_exposure(settings, host)
+    check_reading_model(settings)
     app_client = connect_github(settings)
     open_store(settings).close()
-    app = create_app(settings, github=lambda _settings: app_client,
-                     options=ServiceOptions(run_worker=False, freeze_heap=True))
     # The workers read the same settings from the environment; the command line's choices are added to it.
     env = os.environ | {"DDL_TRIAGE_SHADOW": "1" if settings.shadow else "0"}
     if settings.data_dir is not None:
         env["DDL_TRIAGE_DATA_DIR"] = str(settings.data_dir)
-    children = [subprocess.Popen([sys.executable, "-c", "from bot.cli import main; main()", "worker"], env=env,
-                                 preexec_fn=partial(_worker_child, settings.worker_niceness)
-                                 if sys.platform == "linux" else None)
-                for _ in range(workers)]
+    supervisor = Supervisor(workers, env, settings.worker_niceness)
+    supervisor.start()
+    app = create_app(settings, github=lambda _settings: app_client,
+                     options=ServiceOptions(run_worker=False, freeze_heap=True), supervisor=supervisor)
     extra = {"loop": "uvloop"} if importlib.util.find_spec("uvloop") else {}
     if importlib.util.find_spec("httptools"):
         extra["http"] = "httptools"
@@ -68,21 +145,4 @@ def run_server(settings: Settings, host: str, port: int, workers: int = 1) -> No
         uvicorn.run(app, host=host, port=port, log_config=None, proxy_headers=True, access_log=False,
                     **extra)  # type: ignore[arg-type]
     finally:
-        for child in children:
-            child.terminate()
-        for child in children:
-            try:
-                child.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
-            forget_process(child.pid)
-
-
-def _worker_child(niceness: int) -> None:
-    """In a worker child (Linux): SIGTERM when the web process dies, even by kill -9, so none is orphaned;
-    and a lower CPU priority, so that on a busy machine the acknowledgements come before the triage."""
-    import ctypes
-
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    os.nice(niceness)
+        supervisor.stop()

@@ -16,7 +16,8 @@ from bot.comment.reading import reading_model
 from bot.domain import Issue
 from bot.engine import Engine, build_engine
 from bot.errors import ConfigError
-from bot.llm.base import ChatModel
+from bot.llm.base import ChatModel, make_chat_model
+from bot.llm.local_transformers import resolve_local_model
 from bot.memory.queries import Memory
 from bot.redaction import redact
 from bot.service.github.credentials import check_credentials
@@ -110,6 +111,8 @@ class ServiceState:
     chat: ChatModel | None = None  # the LLM that writes the comment's reading, where one is configured
     wake_worker: threading.Event = field(default_factory=threading.Event)
     worker_alive: Callable[[], bool] = lambda: False
+    # Under `serve`: the supervisor's view of its worker processes (pid, running, restarts, last exit).
+    worker_processes: Callable[[], list[dict[str, object]]] | None = None
 
     def sqlite_pragma(self, statement: str) -> None:
         """`PRAGMA statement` on every connection this instance holds to its SQLite database (the worker's,
@@ -137,7 +140,9 @@ def build_state(settings: Settings, role: Role, *, engine: Engine | None = None,
     handlers run, the engine (with every correction so far) and the LLM of the comment's reading (if one is
     configured). `engine` is injected by tests; otherwise a WORKER or the ACTION builds (and warms) it before
     this returns, WEB_AND_WORKER in the background, WEB never."""
-    chat = reading_model(settings) if role is not Role.WEB else None  # a bad DDL_TRIAGE_LLM stops start-up here
+    # A bad DDL_TRIAGE_LLM stops start-up here, in the web process too (which loads no model).
+    check_reading_model(settings)
+    chat = reading_model(settings) if role is not Role.WEB else None
     client = (github or connect_github)(settings)
     store = open_store(settings)
     if client is not None:
@@ -160,6 +165,18 @@ def build_state(settings: Settings, role: Role, *, engine: Engine | None = None,
 def _learn_and_warm_up(corrections: LearnedCorrections, engine: Engine) -> None:
     corrections.catch_up(engine)
     engine.triage(WARM_UP)  # the embedding model loads now, not in the first job
+
+
+def check_reading_model(settings: Settings) -> None:
+    """What a worker's `reading_model` refuses, found without loading a model (the web process, `serve`'s
+    parent before it starts the workers): an unknown backend, a missing key, a local model that is not there."""
+    if not settings.llm:
+        return
+    prefix, _, rest = settings.llm.partition(":")
+    if prefix == "local" and rest:
+        resolve_local_model(rest)
+    else:
+        make_chat_model(settings.llm, settings)  # an OpenAI-compatible client: made, no request sent
 
 
 def connect_github(settings: Settings) -> GitHubApp | None:

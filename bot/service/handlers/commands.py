@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from bot.service.github.models import WebhookEvent
-from bot.service.handlers.config_file import disabled, load_repo_config
+from bot.service.handlers.config_file import usable_config
 from bot.service.handlers.context import JobContext
 from bot.service.handlers.feedback import record_corrections, validate_corrections
 from bot.service.handlers.router import Router
@@ -63,9 +63,10 @@ def handle_comment(ctx: JobContext, event: WebhookEvent) -> str:
     if (command.corrections or command.unparsed) and not corrections:
         return "invalid command"
     if corrections:
-        # The repository turned the bot off: learn nothing there.
-        if not load_repo_config(ctx.client, event.repo, ctx.engine.taxonomy).enabled:
-            return disabled(ctx)
+        # The repository turned the bot off, or its config is unusable: learn nothing there.
+        config = usable_config(ctx, event.repo)
+        if isinstance(config, str):
+            return config
         record_corrections(ctx.state.store, ctx.delivery_id, event, author, corrections)
     # Asked for by someone with write access: answered on a member's issue too (the rest of the policy holds).
     return triage_issue(ctx, event, requested=True)

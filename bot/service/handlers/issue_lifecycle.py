@@ -5,14 +5,16 @@ stored of a repository whose config turns the bot off."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from bot.memory.records import embed_records, memory_issue
 from bot.service.errors import NotFound, PermanentGitHubError
 from bot.service.github.models import WebhookEvent
-from bot.service.handlers.config_file import disabled, repo_enabled
+from bot.service.handlers.config_file import usable_config
 from bot.service.handlers.context import JobContext, payload_of
 from bot.service.handlers.router import Router
+from bot.service.queue.erasure import forget_payload
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +36,9 @@ def remember_issue(ctx: JobContext, repo: str, data: dict[str, Any]) -> None:
 
 @router.register("issues", "closed", "labeled", "unlabeled")
 def handle_issue_change(ctx: JobContext, event: WebhookEvent) -> str:
-    if not repo_enabled(ctx, event.repo):
-        return disabled(ctx)
+    config = usable_config(ctx, event.repo)
+    if isinstance(config, str):
+        return config
     remember_issue(ctx, event.repo, payload_of(ctx)["issue"])
     return f"memory updated ({event.action})"
 
@@ -48,17 +51,37 @@ def handle_issue_deleted(ctx: JobContext, event: WebhookEvent) -> str:
 
 @router.register("issues", "transferred")
 def handle_issue_transferred(ctx: JobContext, event: WebhookEvent) -> str:
-    """Gone from this repository; remembered in the new one only if that one has a memory (is installed)
-    and has not turned the bot off."""
+    """Gone from this repository; remembered in the new one only if that one has a memory (is installed) and
+    its config, read as the installation that holds it (another one, perhaps), can be read and lets the bot
+    work there: a config that cannot be read keeps the issue out (fail closed)."""
     memory = ctx.state.memory
     memory.store.delete_issue(event.repo, event.number)
     changes = payload_of(ctx).get("changes") or {}
     new_repo = str((changes.get("new_repository") or {}).get("full_name") or "")
     new_issue = changes.get("new_issue")
-    if new_repo and isinstance(new_issue, dict) and memory.store.cursor(new_repo) is not None \
-            and repo_enabled(ctx, new_repo):
-        remember_issue(ctx, new_repo, new_issue)
+    target = memory.store.cursor(new_repo) if new_repo else None
+    if target is None or not isinstance(new_issue, dict):
+        return "memory updated (transferred)"
+    try:
+        as_target = acting_for(ctx, target.installation_id, event.installation_id)
+        config = usable_config(as_target, new_repo)
+    except PermanentGitHubError as exc:  # the other installation's token, or its config, is refused
+        log.warning("transferred issue not remembered in %s: its config cannot be read (%s)", new_repo, exc,
+                    extra={"repo": new_repo})
+        forget_payload(ctx.state.store, ctx.delivery_id)
+        return f"memory updated (transferred; {new_repo}: config unreadable)"
+    if isinstance(config, str):
+        return f"memory updated (transferred; {new_repo}: {config})"
+    remember_issue(as_target, new_repo, new_issue)
     return "memory updated (transferred)"
+
+
+def acting_for(ctx: JobContext, installation_id: int | None, current: int | None) -> JobContext:
+    """The job's context as the installation that holds another repository (the same context when it is the
+    delivery's own, or without App credentials)."""
+    if ctx.state.github is None or installation_id is None or installation_id == current:
+        return ctx
+    return replace(ctx, client=ctx.state.github.installation(installation_id))
 
 
 def remember_from_delivery(ctx: JobContext, event: WebhookEvent) -> None:

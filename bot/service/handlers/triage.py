@@ -12,7 +12,7 @@ from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
 from bot.decision import Plan, plan_response
 from bot.repo_config import RepoConfig
 from bot.service.github.models import IssueSnapshot, PostedComment, WebhookEvent
-from bot.service.handlers.config_file import disabled, load_repo_config
+from bot.service.handlers.config_file import usable_config
 from bot.service.handlers.context import JobContext
 from bot.service.handlers.issue_lifecycle import remember_from_delivery
 from bot.service.handlers.recall import recall
@@ -40,9 +40,9 @@ def triage_issue(ctx: JobContext, event: WebhookEvent, *, requested: bool = Fals
 
     `requested`: someone with write access asked for it (`/triage`), so an issue of a member is answered too.
     """
-    config = load_repo_config(ctx.client, event.repo, ctx.engine.taxonomy)
-    if not config.enabled:  # read first: nothing of a repository that turned the bot off is stored
-        return disabled(ctx)
+    config = usable_config(ctx, event.repo)
+    if isinstance(config, str):  # read first: nothing is stored of a repository that is off or misconfigured
+        return config
     remember_from_delivery(ctx, event)
     snapshot = (ctx.client.read_issue(event.repo, event.number) if ctx.client
                 else IssueSnapshot.from_event(event))

@@ -64,3 +64,14 @@ def ready_workers(store: Store, within_s: float) -> int:
     with store.transaction() as run:
         row = run("SELECT COUNT(*) FROM workers WHERE ready = 1 AND beat_at >= ?", (time.time() - within_s,)).fetchone()
     return int(row[0])
+
+
+def queue_progress(store: Store, now: float | None = None) -> tuple[float, int]:
+    """How long the oldest due queued job has waited (0: none is due) and how many jobs run now: the queue
+    moves while jobs run or none waits (two indexed reads, for the readiness check)."""
+    now = time.time() if now is None else now
+    with store.transaction() as run:
+        oldest = run("SELECT MIN(next_attempt_at) FROM jobs WHERE status = 'queued' AND next_attempt_at <= ?",
+                     (now,)).fetchone()
+        running = run("SELECT COUNT(*) FROM jobs WHERE status = 'running'").fetchone()
+    return (max(0.0, now - float(oldest[0])) if oldest and oldest[0] is not None else 0.0), int(running[0])

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from bot.errors import TriageError
-from bot.service.errors import PermanentGitHubError, RateLimited, TransientGitHubError, WriteDeferred
+from bot.service.errors import PermanentGitHubError, RateLimited, RetryLater, TransientGitHubError, WriteDeferred
 from bot.service.handlers.dispatch import execute_job
 from bot.service.logs import bind_delivery
 from bot.service.queue.jobs import Job
@@ -133,6 +133,8 @@ class Worker:
             self._defer(job, exc)
         except RateLimited as exc:  # GitHub said when: wait that long, and the attempt is not spent
             self._again(job, "rate_limited", str(exc), max(1.0, exc.retry_after), spend=False)
+        except RetryLater as exc:  # the job's own schedule (a failed repository's sync backoff): not an attempt
+            self._again(job, "retry_later", str(exc), max(1.0, exc.retry_after), spend=False)
         except TransientGitHubError as exc:
             self._again(job, "transient", str(exc), self.backoff(job.attempts))
         except StoreUnavailable as exc:  # before TriageError, which it is: the database, not the job

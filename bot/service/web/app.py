@@ -17,6 +17,7 @@ from bot.service.errors import DeliveryRejected, StoreBusy
 from bot.service.metrics import event_label
 from bot.service.queue.worker import Worker
 from bot.service.state import GitHubFactory, Role, ServiceOptions, ServiceState, build_state, connect_github
+from bot.service.supervisor import Supervisor
 from bot.service.web import health, ops, webhook
 from bot.settings import Settings
 
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 
 
 def create_app(settings: Settings, *, engine: Engine | None = None, github: GitHubFactory = connect_github,
-               options: ServiceOptions | None = None) -> FastAPI:
+               options: ServiceOptions | None = None, supervisor: Supervisor | None = None) -> FastAPI:
     """The webhook service; tests inject the session's engine and shorter waits, never a fake predictor.
     With `options.run_worker` (the tests' harness) this process also runs the worker; `serve` runs it in
     worker processes instead."""
@@ -41,6 +42,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
             log.warning("%d job(s) left unfinished by the last run are queued again", requeued)
         worker = Worker(state)
         state.worker_alive = lambda: worker.alive
+        state.worker_processes = supervisor.status if supervisor is not None else None
         app.state.service = state
         if options.run_worker:
             worker.start()

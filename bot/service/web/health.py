@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from bot.service.queue.upkeep import ready_workers
+from bot.service.queue.upkeep import queue_progress, ready_workers
 from bot.service.state import ServiceState
 
 router = APIRouter()
@@ -39,7 +39,8 @@ async def live() -> JSONResponse:
 @router.get("/healthz/ready")
 async def ready(state: StateDep) -> JSONResponse:
     """200 when the database answers in time and an engine is loaded (here, or in a worker process on the
-    same database); 503 otherwise (route no deliveries here)."""
+    same database that beats) and the queue moves (no due job waits past DDL_TRIAGE_QUEUE_STALL_S while no job
+    runs); 503 otherwise (route no deliveries here)."""
     body, _ = await readiness(state)
     return _answer(body)
 
@@ -69,9 +70,19 @@ async def readiness(state: ServiceState) -> tuple[dict[str, object], str | None]
         if slot.engine is None:
             return body | {"status": "loading"}, None
         return body | {"status": "ok" if worker else "degraded"}, None
-    workers = await run_in_threadpool(ready_workers, state.store, 3 * state.settings.job_lease_s)
-    body["workers"] = workers
-    return body | {"status": "ok" if workers else "loading"}, None
+    workers, (waited_s, running) = await run_in_threadpool(_workers_and_queue, state)
+    body |= {"workers": workers, "queue_wait_s": round(waited_s, 1)}
+    if not workers:
+        return body | {"status": "loading"}, None
+    if waited_s > state.settings.queue_stall_s and not running:  # workers beat, yet nothing is taken
+        return body | {"status": "stalled"}, (f"the oldest due job has waited {waited_s:.0f} s and no job runs, "
+                                             f"though {workers} worker(s) beat")
+    return body | {"status": "ok"}, None
+
+
+def _workers_and_queue(state: ServiceState) -> tuple[int, tuple[float, int]]:
+    """Workers that beat lately (each beats from its own thread, during long jobs too), and the queue's progress."""
+    return ready_workers(state.store, 3 * state.settings.job_lease_s), queue_progress(state.store)
 
 
 async def counts(state: ServiceState, body: dict[str, object]) -> dict[str, object]:

@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from bot.service.queue.upkeep import ready_workers
+from bot.service.repo_errors import config_errors
 from bot.service.state import ServiceState
 from bot.service.web.health import StateDep, counts, readiness
 
@@ -32,10 +33,13 @@ async def require_ops_access(request: Request) -> None:
 
 
 def allowed(state: ServiceState, request: Request) -> bool:
-    token = state.settings.ops_token
-    if token is not None:
+    """The bearer token when one is set (an empty DDL_TRIAGE_OPS_TOKEN counts as unset, and an empty bearer
+    never matches); with none, shadow mode on loopback."""
+    token = state.settings.ops_token.get_secret_value() if state.settings.ops_token else ""
+    if token:
         scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(given.encode(), token.get_secret_value().encode())
+        given = given.strip()
+        return scheme.lower() == "bearer" and bool(given) and hmac.compare_digest(given.encode(), token.encode())
     host = request.client.host if request.client else ""
     try:
         loopback = ipaddress.ip_address(host).is_loopback
@@ -66,12 +70,18 @@ async def decisions(state: StateDep, limit: Annotated[int, Query(ge=1, le=500)] 
 
 @router.get("/healthz/details")
 async def health_details(state: StateDep) -> JSONResponse:
-    """`/healthz` with what it leaves out: the error behind a failure, the history sync of each repository."""
+    """`/healthz` with what it leaves out: the error behind a failure, the history sync of each repository (a
+    failed one with its reason), each repository whose config is unusable (which key, which line), and under
+    `serve` each worker process (running, restarts, how the last one ended)."""
     body, error = await readiness(state)
     body |= await counts(state, body) | ({"error": error} if error else {})
     if body.get("database") == "ok":
         cursors = await run_in_threadpool(state.memory.store.cursors)
-        body["memory"] = {c.repo: {"status": c.status, "synced": c.synced, "page": c.page} for c in cursors}
+        body["memory"] = {c.repo: {"status": c.status, "synced": c.synced, "page": c.page}
+                          | ({"error": c.error} if c.error else {}) for c in cursors}
+        body["config_errors"] = await run_in_threadpool(config_errors, state.store)
+    if state.worker_processes is not None:
+        body["processes"] = state.worker_processes()
     return JSONResponse(body, status_code=200 if body["status"] == "ok" else 503)
 
 

@@ -56,8 +56,10 @@ class Served:
         return httpx.get(f"{self.url}{path}", headers=headers, timeout=30)
 
     def worker_pids(self) -> list[int]:
-        """The worker processes `serve` started (its children)."""
-        children = Path(f"/proc/{self.web.pid}/task/{self.web.pid}/children").read_text().split()
+        """The worker processes `serve` started (its children, of any of its threads: the supervisor's thread
+        starts the workers that replace dead ones)."""
+        children = [pid for task in Path(f"/proc/{self.web.pid}/task").iterdir()
+                    for pid in _read(task / "children").split()]
         return sorted(int(pid) for pid in children)
 
     def wait_idle(self, timeout: float = 120.0) -> dict[str, int]:
@@ -147,6 +149,13 @@ def _writable(path: Path) -> bool:
         return False
     finally:
         conn.close()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:  # the thread ended meanwhile
+        return ""
 
 
 def _ready_workers(served: Served) -> int:

@@ -171,3 +171,16 @@ def test_a_transferred_issue_whose_new_config_cannot_be_read_is_not_remembered(
         assert wait_idle(client) == {"done": 1}
         assert memory.issue(OTHER, 7) is None
         assert OTHER in client.get("/healthz/details").json()["config_errors"]
+
+
+def test_a_transferred_issue_whose_new_installation_is_gone_is_not_remembered(
+        app_settings: Settings, private_engine: Engine, github: FakeGitHub) -> None:
+    github.add_repo(OTHER, config="enabled: false\n")
+    github.installations = {INSTALLATION: [REPO]}
+    with running_service(app_settings, private_engine) as client:
+        memory = state_of(client).memory.store
+        memory.save_cursor(SyncCursor(repo=OTHER, installation_id=OTHER_INSTALLATION, status="done"))
+        github.fail("POST", f"/app/installations/{OTHER_INSTALLATION}/access_tokens", (404, {}, "Not Found"))
+        deliver(client, transfer(github))
+        assert wait_idle(client) == {"done": 1}
+        assert memory.issue(OTHER, 7) is None, "no token for its installation: its config is unread, not defaults"

@@ -81,7 +81,11 @@ def acting_for(ctx: JobContext, installation_id: int | None, current: int | None
     delivery's own, or without App credentials)."""
     if ctx.state.github is None or installation_id is None or installation_id == current:
         return ctx
-    return replace(ctx, client=ctx.state.github.installation(installation_id))
+    client = ctx.state.github.installation(installation_id)
+    # Its token is bought here, not inside the config read, where a refused token (a 404 for an installation
+    # that is gone) would read as "no file": the defaults.
+    client.installation_repositories()
+    return replace(ctx, client=client)
 
 
 def remember_from_delivery(ctx: JobContext, event: WebhookEvent) -> None:

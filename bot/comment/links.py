@@ -47,3 +47,18 @@ def repo_of(case_id: str, url: str | None) -> str | None:
 def _short_name(repo: str) -> str:
     """`deepspeedai/DeepSpeed` -> `DeepSpeed`: a name, never `owner/repo`, which GitHub would link again."""
     return escape_markdown(repo.split("/")[-1], 40)
+
+
+_ISSUE_URL_IN_TEXT = re.compile(r"github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)", re.IGNORECASE)
+_CROSS_REFERENCE = re.compile(r"(?<![\w/.-])([\w.-]+/[\w.-]+)#(\d+)\b")
+_OWN_REFERENCE = re.compile(r"(?<![\w/&])#(\d+)\b")
+
+
+def linked_in(text: str, own_repo: str | None) -> frozenset[str]:
+    """The issues a post links (`owner/repo#n`, lower-case): GitHub URLs, `owner/repo#N`, and `#N` of its own
+    repository. The comment never echoes one back as a precedent: the reporter already knows it."""
+    found = {f"{repo}#{int(number)}".lower() for repo, number in _ISSUE_URL_IN_TEXT.findall(text or "")}
+    found |= {f"{repo}#{int(number)}".lower() for repo, number in _CROSS_REFERENCE.findall(text or "")}
+    if own_repo:
+        found |= {f"{own_repo}#{int(number)}".lower() for number in _OWN_REFERENCE.findall(text or "")}
+    return frozenset(found)

@@ -38,10 +38,11 @@ INFERENCE_TITLE = re.compile(r"\b(?:inference|init_inference|kernel[_ ]inject\w*
                              r"generat(?:e|es|ion|ing)|text[-_ ]generation)\b", re.IGNORECASE)
 # A report comparing two settings on one environment ("works with stage 2, fails with stage 3"): the installation
 # is the same on both sides, so asking for it cannot separate them.
-_WORKS = r"(?:works?|working|worked|runs? fine|is fine|succeed\w*|(?:is |are )?(?:ok|okay|fine|normal))"
+_WORKS = (r"(?:works?|working|worked|runs? fine|trains? (?:fine|well|normally)|converges?|succeed\w*|"
+          r"(?:is |are )?(?:ok|okay|fine|normal))")
 _FAILS = (r"(?:fails?|failed|failing|breaks?|broke|crash\w*|hangs?|hung|stuck|errors?|OOMs?|out of memory|"
           r"diverges?|nan|doesn'?t work|does not work|not work\w*|is wrong|are wrong|differ\w*)")
-_CONTRAST = r"(?:but|however|whereas|while|yet|, and|;|->|vs\.?|instead)"
+_CONTRAST = r"(?:but|however|whereas|while|yet|,|;|->|vs\.?|instead)"
 COMPARISON = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"\b{_WORKS}\b[^\n.!?]{{0,100}}\b{_CONTRAST}[^\n.!?]{{0,100}}\b{_FAILS}\b",
     rf"\b{_FAILS}\b[^\n.!?]{{0,100}}\b{_CONTRAST}[^\n.!?]{{0,100}}\b{_WORKS}\b",

@@ -22,7 +22,8 @@ DETECTORS: dict[str, tuple[str, str, str]] = {
     "te_version": ("transformer-engine 1.7.0", "Transformer Engine is installed.",
                    "We run the container image nvcr.io/nvidia/pytorch:24.03-py3 on every node."),
     "versions": ("DeepSpeed general environment info:", "I ran ds_report and it looked fine.",
-                 "ds_report says:\n```\nDeepSpeed C++/CUDA extension op report\nop name ................ installed\n```"),
+                 "ds_report says:\n```\nDeepSpeed C++/CUDA extension op report\n"
+                 "op name ................ installed\n```"),
     "launch_command": ("torchrun --nproc_per_node 8 train.py", "I launched it as an array of jobs.",
                        "```bash\nexport GPUS_PER_NODE=8\nsrun python pretrain_gpt.py $ARGS\n```"),
     "nccl_debug": ("export NCCL_DEBUG=INFO", "NCCL error: unhandled system error on rank 3.",
@@ -45,8 +46,8 @@ DETECTORS: dict[str, tuple[str, str, str]] = {
     "gpu_model": ("GPU 0: NVIDIA H100 80GB HBM3", "My GPU is fast enough for this.",
                   "`torch.cuda.get_device_capability()` returns (8, 9) and the build lacks that architecture."),
     "dmesg": ("Out of memory: Killed process 4242 (python)", "The process was killed somehow.",
-              "dmesg -T on node 2 at that minute:\n```\n[Tue Jun  4 10:02:11 2024] oom-kill:constraint=CONSTRAINT_NONE\n"
-              "```"),
+              "dmesg -T on node 2 at that minute:\n```\n[Tue Jun  4 10:02:11 2024] "
+              "oom-kill:constraint=CONSTRAINT_NONE\n```"),
     "backtrace": ("Fatal Python error: Segmentation fault", "It crashes with a segfault.",
                   "With python -X faulthandler:\n```\nCurrent thread 0x00007f1c (most recent call first):\n"
                   "  File \"fused.py\", line 40 in forward\n```"),

@@ -113,8 +113,11 @@ def reads_as_inference(title: str, stage: str | None) -> bool:
     return stage == "inference" or (stage in (None, "none") and bool(INFERENCE_TITLE.search(title or "")))
 
 
-def asks_to_show(asks: Sequence[str], blocking: Sequence[str]) -> list[str]:
-    """One ask; two only when both are what the next step shown needs (`blocking`: its diagnosis's ask)."""
+def asks_to_show(asks: Sequence[str], blocking: Sequence[str], *, next_step: bool = False) -> list[str]:
+    """One ask; two only when both are what the next step shown needs (`blocking`: its diagnosis's ask). Beside
+    a next step, only what it needs (the `ds_report` asked of a host OOM kill was judged noise)."""
+    if next_step:
+        asks = [a for a in asks if a in blocking]
     if len(asks) > 1 and all(a in blocking for a in asks[:2]):
         return list(asks[:2])
     return list(asks[:1])

@@ -34,7 +34,8 @@ BATCH = Issue(id="b", repo=REPO, number=9001, title="deepspeed.initialize fails 
                    "micro_batch_per_gpu * gradient_acc_step * world_size 64 != 2 * 8 * 2\n```\n"
                    "config: train_batch_size 64, train_micro_batch_size_per_gpu 2, gradient_accumulation_steps 8. "
                    "deepspeed 0.14.0, torch 2.3.1+cu121, launched with `deepspeed --num_gpus 8 train.py`.")
-SIGNATURE = "AssertionError: Check batch related parameters. train_batch_size is not equal to <N> != <N>"
+SIGNATURE = ("AssertionError: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "
+             "gradient_acc_step * world_size <N> != <N>")  # the canonical signature of BATCH (bot/signatures.py)
 DIAGNOSIS = Diagnosis(id="batch_size_assertion", title="Batch size check",
                       reading="`train_batch_size` must equal micro-batch x gradient accumulation x world size.",
                       next_step="Set two of them, or leave `train_batch_size` out and let DeepSpeed derive it.",
@@ -154,7 +155,8 @@ def test_labels_are_words_on_one_line_never_not_sure_and_cause_only_when_backed(
     assert "not sure" not in comment.lower() and "|" not in body and "api_exception" not in body
     assert "**Likely:** exception from the API or config." in body  # no stage row, no unbacked cause
     backed = Neighbour(id=f"{REPO}#5", url=f"https://github.com/{REPO}/issues/5", type="issue", score=0.9,
-                       labels={"symptom": "api_exception", "root_cause": "distributed_config_error"})
+                       labels={"symptom": "api_exception", "root_cause": "distributed_config_error",
+                               "fix_pattern": "distributed_feature_tuning"})
     comment = _always(result.model_copy(update={"neighbours": [backed]}), taxonomy, issue=BATCH)
     assert "cause: inconsistent distributed settings (as in #5)" in comment
     assert "symptom:api_exception" in comment.splitlines()[0]  # the ids stay in the hidden marker

@@ -14,6 +14,7 @@ from bot.comment import CommentPolicy, Substance, compose, plan_comment, should_
 from bot.comment.policy import ASKED_BEFORE, NEXT_STEP, PRECEDENT, REASONS
 from bot.diagnostics import diagnose
 from bot.domain import AxisPrediction, Diagnosis, EnvironmentFacts, Issue, Neighbour, RelatedIssue, TriageResult
+from bot.normalise import normalise
 from bot.settings import AXES
 from bot.taxonomy import Taxonomy
 
@@ -42,7 +43,7 @@ def _result(issue: Issue, *, kind: str = "bug_report", symptom: str | None = "de
     return TriageResult(issue_id=issue.id, predictions={axis: _prediction(labels[axis]) for axis in AXES},
                         neighbours=neighbours or [], environment=EnvironmentFacts(framework="DeepSpeed"),
                         predictor="test", taxonomy_version="ddl-v1", model_id="test", related=related or [],
-                        diagnoses=found)
+                        diagnoses=found, signatures=list(normalise(issue).signatures))
 
 
 def _related(number: int, **update: object) -> RelatedIssue:
@@ -196,3 +197,35 @@ def test_no_label_line_contradicts_the_diagnosis_shown(taxonomy: Taxonomy) -> No
                        labels={"symptom": "segmentation_fault", "fix_pattern": "version_dependency_management"})
     plan = plan_comment(_result(killed, symptom=None, neighbours=[native]), taxonomy, CommentPolicy(), killed)
     assert plan.precedents == []  # a labelled case of another failure beside the OOM-killer reading
+
+
+def test_a_bare_signal_is_not_the_same_error_and_a_later_number_is_a_later_issue(taxonomy: Taxonomy) -> None:
+    killed = Issue(id="k", repo=REPO, number=3000, title="Rank 3 dies with SIGKILL during the first epoch",
+                   body="The launcher prints `Signal 9 (SIGKILL) received by PID 4242` and the job ends; 4 x A100.")
+    signals = [s for s in normalise(killed).signatures if s.kind == "signal"]
+    assert signals, "the post shows a bare signal"
+    case = Neighbour(id=f"{REPO}#2000", url=f"https://github.com/{REPO}/issues/2000", type="issue", score=0.5,
+                     labels={"symptom": "out_of_memory", "fix_pattern": "distributed_feature_tuning"},
+                     signature=signals[0].text)
+    result = _result(killed, symptom="out_of_memory", diagnoses=[], neighbours=[case])
+    assert plan_comment(result, taxonomy, CommentPolicy(), killed).precedents == []
+    fixed = _related(3100, signature="RuntimeError: CUDA error: out of memory", created_at=None)
+    earlier = _related(2900, signature="RuntimeError: CUDA error: out of memory", created_at=None)
+    plan = plan_comment(_result(killed, related=[fixed, earlier], diagnoses=[]), taxonomy, CommentPolicy(), killed)
+    assert [p.case_id for p in plan.precedents] == [f"{REPO}#2900"]  # #3100 was opened after #3000
+
+
+def test_an_unresolved_labelled_case_needs_the_error_and_the_floor(taxonomy: Taxonomy) -> None:
+    far = Neighbour(id=f"{REPO}#4006", url=f"https://github.com/{REPO}/issues/4006", type="issue", score=0.5,
+                    labels={"symptom": "device_error", "fix_pattern": "unresolved"}, signature=SIGNATURE)
+    assert plan_comment(_result(ISSUE, neighbours=[far]), taxonomy, CommentPolicy(), ISSUE).precedents == []
+    resolved = far.model_copy(update={"labels": {"symptom": "device_error", "fix_pattern": "api_usage_correction"}})
+    assert len(plan_comment(_result(ISSUE, neighbours=[resolved]), taxonomy, CommentPolicy(), ISSUE).precedents) == 1
+
+
+def test_beside_a_next_step_only_what_it_needs_is_asked(taxonomy: Taxonomy) -> None:
+    killed = Issue(id="k2", repo=REPO, title="Training dies with exit code -9",
+                   body="The launcher reports `exitcode: -9` on node 0 while loading the dataset; nothing else.")
+    plan = plan_comment(_result(killed, symptom="segmentation_fault"), taxonomy, CommentPolicy(), killed)
+    assert plan.diagnosis is not None and plan.diagnosis.id == "sigkill_host_oom"
+    assert plan.asks == []  # the step says to read dmesg; `ds_report` would not change it

@@ -36,6 +36,7 @@ from bot.facts import (
     missing_facts,
 )
 from bot.llm.base import ChatModel
+from bot.signatures import MATCHING_KINDS
 from bot.taxonomy import Taxonomy
 
 NEEDS_DETAILS = "This report does not say enough yet for a suggestion. Please add:"
@@ -88,7 +89,8 @@ def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy
     precedents = select_precedents(result.related, result.neighbours, taxonomy, own_repo=own_repo,
                                    own_number=scope.own_number, related_floor=policy.related_floor,
                                    similarity_floor=policy.similarity_floor, symptom=_symptom_reading(result),
-                                   scope=scope, allowed_symptoms=diagnosis.symptoms[:1] if diagnosis else ())
+                                   scope=scope, allowed_symptoms=diagnosis.symptoms[:1] if diagnosis else (),
+                                   telling={s.text for s in result.signatures if s.kind in MATCHING_KINDS})
     asked_before: list[Precedent] = []
     if question:  # a question: the same question answered before; a failure's precedent only by its error
         asked_before = select_asked_before(result.related, question_floor=policy.question_floor, scope=scope)
@@ -101,8 +103,9 @@ def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy
         asks = list(NEEDS_DETAILS_FACTS) if result.needs_details else result.missing_facts[:MAX_ASKED]
     if diagnosis is not None:  # what the next step already tells them to run and post is not asked twice
         asks = [f for f in asks if not fact_present(taxonomy.fact(f), diagnosis.next_step, EnvironmentFacts())]
-    if not result.needs_details:
-        asks = asks_to_show(asks, [diagnosis.ask] if diagnosis and diagnosis.ask else [])
+    if not result.needs_details:  # beside a next step, only what that step needs; else one ask at most
+        asks = asks_to_show(asks, [diagnosis.ask] if diagnosis and diagnosis.ask else [],
+                            next_step=diagnosis is not None)
     framework = framework_of(issue, result.environment) if issue else result.environment.framework
     if result.needs_details:  # a bare report: the asks alone, no guesses
         precedents, asked_before, rows = [], [], []

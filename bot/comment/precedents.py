@@ -55,18 +55,28 @@ class Scope:
     opened: datetime | None = None  # the issue's created_at: nothing opened at or after it is a precedent
 
     def excludes(self, case_id: str, created_at: datetime | None) -> bool:
+        """The issue itself, a link its post gives, or one opened at or after it: by its date, or, in the same
+        repository, by its number (GitHub numbers a repository's issues and pull requests in the order opened)."""
         own = f"{self.own_repo}#{self.own_number}".lower() if self.own_repo and self.own_number else None
         later = bool(self.opened and created_at and created_at >= self.opened)
+        repo, _, number = case_id.rpartition("#")
+        if self.own_number is not None and same_repo(repo, self.own_repo) and number.isdigit():
+            later = later or int(number) >= self.own_number
         return case_id.lower() == own or case_id.lower() in self.linked or later
 
 
 def select_precedents(related: list[RelatedIssue], neighbours: list[Neighbour], taxonomy: Taxonomy, *,
                       own_repo: str | None, own_number: int | None, related_floor: float, similarity_floor: float,
-                      symptom: str | None, scope: Scope | None = None, allowed_symptoms: Collection[str] = ()
-                      ) -> list[Precedent]:
+                      symptom: str | None, scope: Scope | None = None, allowed_symptoms: Collection[str] = (),
+                      telling: Collection[str] | None = None) -> list[Precedent]:
     """At most three: the repository's own issues first, then labelled cases (signature-sharing ones first).
-    `allowed_symptoms` (the diagnosis shown) are the symptoms a labelled case may show without sharing the error."""
+    `allowed_symptoms` (the diagnosis shown) are the symptoms a labelled case may show without sharing the error;
+    `telling` (when given) the issue's signatures that name its failure: a bare signal or exit code shared with a
+    labelled case (SIGKILL ends an OOM kill as often as a crash) is not the same error."""
     scope = scope or Scope(own_repo=own_repo, own_number=own_number)
+    if telling is not None:
+        neighbours = [n if n.signature is None or n.signature in telling else n.model_copy(update={"signature": None})
+                      for n in neighbours]
     chosen: list[Precedent] = []
     seen: set[str] = set()
     own = sorted((r for r in related if r.signature or r.score >= related_floor),
@@ -89,7 +99,7 @@ def select_precedents(related: list[RelatedIssue], neighbours: list[Neighbour], 
                                          (allowed_symptoms and gold not in allowed_symptoms)):
             continue
         precedent = _from_neighbour(n, taxonomy, own_repo, contradicts=bool(allowed_symptoms) and gold is not None
-                                    and gold not in allowed_symptoms)
+                                    and gold not in allowed_symptoms, close=n.score >= similarity_floor)
         if precedent is None or precedent.case_id.lower() in seen or scope.excludes(precedent.case_id, n.created_at):
             continue
         if not precedent.own and not n.signature:
@@ -140,8 +150,8 @@ def how_it_ended(r: RelatedIssue) -> str:
     return "closed as completed" if r.state_reason == "completed" else "closed"
 
 
-def _from_neighbour(n: Neighbour, taxonomy: Taxonomy, own_repo: str | None, *, contradicts: bool = False
-                    ) -> Precedent | None:
+def _from_neighbour(n: Neighbour, taxonomy: Taxonomy, own_repo: str | None, *, contradicts: bool = False,
+                    close: bool = True) -> Precedent | None:
     link = case_link(n.id, n.url, own_repo)
     if link is None:
         return None
@@ -156,7 +166,7 @@ def _from_neighbour(n: Neighbour, taxonomy: Taxonomy, own_repo: str | None, *, c
         how = "; ".join(p for p in (failure, f"resolved by {taxonomy.words('fix_pattern', fix)}") if p)
     elif kind and kind != "bug_report" and n.state == "closed":
         how = f"{failure}; answered" if failure else "answered"
-    elif n.signature:  # not resolved: only as a possible duplicate that shares the error
+    elif n.signature and close:  # not resolved: only as a possible duplicate that shares the error, and close
         how = "; ".join(p for p in (failure, "not resolved: possible duplicate") if p)
     else:
         return None

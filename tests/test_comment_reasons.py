@@ -229,3 +229,16 @@ def test_beside_a_next_step_only_what_it_needs_is_asked(taxonomy: Taxonomy) -> N
     plan = plan_comment(_result(killed, symptom="segmentation_fault"), taxonomy, CommentPolicy(), killed)
     assert plan.diagnosis is not None and plan.diagnosis.id == "sigkill_host_oom"
     assert plan.asks == []  # the step says to read dmesg; `ds_report` would not change it
+
+
+def test_a_possible_duplicate_is_of_the_same_repository_and_the_issue_number_may_come_from_its_id(
+        taxonomy: Taxonomy) -> None:
+    other = Neighbour(id="NVIDIA/Megatron-LM#77", url="https://github.com/NVIDIA/Megatron-LM/issues/77",
+                      type="issue", score=0.95, labels={"symptom": "device_error", "fix_pattern": "unresolved"},
+                      signature=SIGNATURE)
+    assert plan_comment(_result(ISSUE, neighbours=[other]), taxonomy, CommentPolicy(), ISSUE).precedents == []
+    batch_line = ISSUE.model_copy(update={"id": f"{REPO}#5000", "number": None, "created_at": None})
+    later = _related(5001, signature=SIGNATURE, created_at=None)
+    plan = plan_comment(_result(batch_line, related=[later, _related(4999, signature=SIGNATURE)]), taxonomy,
+                        CommentPolicy(), batch_line)
+    assert [p.case_id for p in plan.precedents] == [f"{REPO}#4999"]

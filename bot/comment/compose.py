@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from bot.comment.links import linked_in
+from bot.comment.links import linked_in, number_in_repo
 from bot.comment.markdown import FOOTER, escape_markdown, marker
 from bot.comment.policy import CommentPolicy, Substance, should_comment
 from bot.comment.precedents import (
@@ -81,7 +81,8 @@ def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy
                  ) -> CommentPlan:
     """Choose what to say. Without the issue (its text and repository) the engine's own asks are used."""
     own_repo = issue.repo if issue else next((r.repo for r in result.related), None)
-    scope = Scope(own_repo=own_repo, own_number=issue.number if issue else None,
+    own_number = (issue.number or number_in_repo(issue.id, issue.url, own_repo)) if issue else None
+    scope = Scope(own_repo=own_repo, own_number=own_number,
                   linked=linked_in(f"{issue.title}\n{issue.body}", own_repo) if issue else frozenset(),
                   opened=issue.created_at if issue else None)
     diagnosis = None if result.needs_details else shown_diagnosis(result.diagnoses)

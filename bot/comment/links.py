@@ -62,3 +62,12 @@ def linked_in(text: str, own_repo: str | None) -> frozenset[str]:
     if own_repo:
         found |= {f"{own_repo}#{int(number)}".lower() for number in _OWN_REFERENCE.findall(text or "")}
     return frozenset(found)
+
+
+def number_in_repo(case_id: str, url: str | None, repo: str | None) -> int | None:
+    """An issue's number in `repo`, from its `owner/repo#N` id or its GitHub URL (a batch line may carry either
+    instead of a number)."""
+    found = _GITHUB_URL.match(url or "") or _CASE_ID.match(case_id or "")
+    if found and same_repo(found.group(1), repo):
+        return int(found.group(found.lastindex or 0))
+    return None

@@ -166,7 +166,8 @@ def _from_neighbour(n: Neighbour, taxonomy: Taxonomy, own_repo: str | None, *, c
         how = "; ".join(p for p in (failure, f"resolved by {taxonomy.words('fix_pattern', fix)}") if p)
     elif kind and kind != "bug_report" and n.state == "closed":
         how = f"{failure}; answered" if failure else "answered"
-    elif n.signature and close:  # not resolved: only as a possible duplicate that shares the error, and close
+    elif n.signature and close and same_repo(repo_of(n.id, n.url), own_repo):
+        # not resolved: only as a possible duplicate, which only an issue of the same repository can be
         how = "; ".join(p for p in (failure, "not resolved: possible duplicate") if p)
     else:
         return None

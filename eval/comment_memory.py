@@ -44,9 +44,10 @@ def gold_memory(cases: Sequence[Case], embedder: Embedder, settings: Settings) -
         store = MemoryStore(f"sqlite:///{Path(folder) / 'memory.sqlite3'}")
         try:
             items = [as_github_issue(c) for c in kept.values()]
-            vectors = embed_records(embedder, items) if items else []
-            store.upsert([(memory_issue(str(c.repo), data), vector)
-                          for c, data, vector in zip(kept.values(), items, vectors, strict=True)])
+            if items:
+                vectors = embed_records(embedder, items)
+                store.upsert([(memory_issue(str(c.repo), data), vector)
+                              for c, data, vector in zip(kept.values(), items, vectors, strict=True)])
             yield Memory(store, MemoryIndex(store, settings.memory_max_rows), LabelModels(store.vectors, store.count))
         finally:
             store.close()

@@ -92,7 +92,8 @@ def test_an_open_issue_with_the_same_error_is_a_possible_duplicate_and_one_below
 def test_at_most_three_precedents_the_repositorys_own_first_then_labelled_cases(batch: TriageResult,
                                                                               taxonomy: Taxonomy) -> None:
     cases = [Neighbour(id=f"NVIDIA/Megatron-LM#{n}", url=f"https://github.com/NVIDIA/Megatron-LM/issues/{n}",
-                       type="issue", score=0.9, labels={"symptom": "api_exception"}, signature=SIGNATURE)
+                       type="issue", score=0.9, signature=SIGNATURE,
+                       labels={"symptom": "api_exception", "fix_pattern": "distributed_feature_tuning"})
              for n in (5, 6)]
     comment = compose_comment(BATCH, batch.model_copy(update={"related": [_fixed(1), _fixed(2)], "neighbours":
                                                               cases}), taxonomy) or ""
@@ -118,7 +119,8 @@ def test_labelled_cases_only_when_they_share_the_error_or_pass_the_floor(batch: 
 def test_links_to_other_repositories_never_ping_and_the_repositorys_own_stay_plain(batch: TriageResult,
                                                                                   taxonomy: Taxonomy) -> None:
     cases = [Neighbour(id="NVIDIA/Megatron-LM#1", url="https://github.com/NVIDIA/Megatron-LM/issues/1", type="issue",
-                       score=0.95, labels={"symptom": "api_exception"}, signature=SIGNATURE),
+                       score=0.95, labels={"symptom": "api_exception", "fix_pattern": "distributed_feature_tuning"},
+                       signature=SIGNATURE),
              Neighbour(id="hpcaitech/ColossalAI#2", url="https://github.com/hpcaitech/ColossalAI/pull/2",
                        type="pull_request", score=0.9, labels={"symptom": "api_exception"}, signature=SIGNATURE),
              Neighbour(id=f"{REPO}#3", url=f"https://github.com/{REPO}/issues/3", type="issue", score=0.88,

@@ -112,8 +112,8 @@ def triage(
         return
     comment = compose_comment(issue, result, engine.taxonomy, CommentPolicy.from_settings(settings),
                               chat=reading_model(settings))
-    silent = ("ddl-triage: the bot would stay silent: no precedent, no recognised error, no confident symptom and "
-              "nothing to ask (`--json` shows the labels)")
+    silent = ("ddl-triage: the bot would stay silent: no next step, no precedent of the same mechanism and no "
+              "question answered before (`--json` shows the labels)")
     typer.echo(silent if comment is None else comment, err=comment is None)
 
 

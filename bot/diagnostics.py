@@ -63,19 +63,25 @@ class Entry(BaseModel):
     ask: str | None = None
     supersedes: tuple[str, ...] = ()
     fallback: bool = False  # shown only when no other entry fires (an exit code that follows the real error)
+    # Optional: the post shows the next step already done (a line matching any one: `CUDA_LAUNCH_BLOCKING=1`
+    # set, `py-spy` stacks pasted, the hang located to one call); then `follow_up` is the step shown, or none.
+    done_when: tuple[str, ...] = ()
+    follow_up: str | None = None
 
     _compiled: dict[str, tuple[LinePattern, ...]] = PrivateAttr(default_factory=dict)
 
-    @field_validator("patterns", "title_patterns", "requires", "unless")
+    @field_validator("patterns", "title_patterns", "requires", "unless", "done_when")
     @classmethod
     def _patterns_compile(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for pattern in value:
             compile_pattern(pattern)
         return value
 
-    @field_validator("reading", "next_step")
+    @field_validator("reading", "next_step", "follow_up")
     @classmethod
-    def _one_line(cls, value: str) -> str:
+    def _one_line(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         if "\n" in value.strip():
             raise ValueError("must be one line")
         return value.strip()
@@ -109,7 +115,9 @@ class Entry(BaseModel):
     def _compile(self) -> Entry:
         if not (self.patterns or self.title_patterns):
             raise ValueError("needs `patterns` or `title_patterns`")
-        for name in ("patterns", "title_patterns", "requires", "unless"):
+        if self.follow_up and not self.done_when:
+            raise ValueError("`follow_up` needs `done_when`: the lines that show the next step already done")
+        for name in ("patterns", "title_patterns", "requires", "unless", "done_when"):
             self._compiled[name] = tuple(compile_pattern(p) for p in getattr(self, name))
         return self
 
@@ -128,10 +136,15 @@ class Entry(BaseModel):
                     return line
         return None
 
-    def diagnosis(self, matched: str) -> Diagnosis:
+    def shows_done(self, index: LineIndex) -> bool:
+        """Whether the post shows this entry's next step already done (a line matching `done_when`)."""
+        return any(index.matching_lines(p) for p in self._compiled["done_when"])
+
+    def diagnosis(self, matched: str, done: bool = False) -> Diagnosis:
         return Diagnosis(id=self.id, title=self.title, reading=self.reading, next_step=self.next_step,
                          symptoms=list(self.symptoms), stage=self.stage, root_cause=self.root_cause,
-                         fix_pattern=self.fix_pattern, ask=self.ask, matched=matched[:MAX_MATCHED_CHARS])
+                         fix_pattern=self.fix_pattern, ask=self.ask, matched=matched[:MAX_MATCHED_CHARS],
+                         done=done, follow_up=self.follow_up)
 
 
 def _in_axis(taxonomy: Taxonomy, axis: str, value: str) -> str:
@@ -160,14 +173,18 @@ class KnowledgeBase(BaseModel):
 
     def fired(self, title: str, body: str, framework: str | None) -> list[tuple[Entry, str]]:
         """Every entry for this framework that detects its failure, in file order, with the line it matched."""
+        return [(entry, line) for entry, line, _ in self.read(title, body, framework)]
+
+    def read(self, title: str, body: str, framework: str | None) -> list[tuple[Entry, str, bool]]:
+        """`fired`, each with whether the post shows its next step already done."""
         title_line = LOG_PREFIX.sub("", (title or "")[:MAX_LINE_CHARS]).strip()
         index = LineIndex(clean_lines(title or "", body or ""))
-        hits: list[tuple[Entry, str]] = []
+        hits: list[tuple[Entry, str, bool]] = []
         for entry in self.entries:
             if entry.frameworks and framework not in entry.frameworks:
                 continue
             if (line := entry.match(title_line, index)) is not None:
-                hits.append((entry, line))
+                hits.append((entry, line, entry.shows_done(index)))
         return hits
 
 
@@ -227,8 +244,8 @@ def diagnose(title: str, body: str, *, framework: str | None, kind: str | None,
     an entry limited to some frameworks stays silent for another one, and when the framework is unknown (None)."""
     if kind in NON_BUG_KINDS:
         return []
-    hits = (base or load_diagnostics()).fired(title, body, framework)
-    superseded = {other for entry, _ in hits for other in entry.supersedes}
-    if any(not entry.fallback for entry, _ in hits):
-        superseded |= {entry.id for entry, _ in hits if entry.fallback}
-    return [entry.diagnosis(line) for entry, line in hits if entry.id not in superseded][:MAX_DIAGNOSES]
+    hits = (base or load_diagnostics()).read(title, body, framework)
+    superseded = {other for entry, _, _ in hits for other in entry.supersedes}
+    if any(not entry.fallback for entry, _, _ in hits):
+        superseded |= {entry.id for entry, _, _ in hits if entry.fallback}
+    return [entry.diagnosis(line, done) for entry, line, done in hits if entry.id not in superseded][:MAX_DIAGNOSES]

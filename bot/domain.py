@@ -84,6 +84,8 @@ class Diagnosis(BaseModel):
     fix_pattern: str | None = None
     ask: str | None = None  # a fact id (taxonomy `facts:`) the next step needs, asked for when the text lacks it
     matched: str = ""  # the text that matched, one line
+    done: bool = False  # the post shows `next_step` already done (the entry's `done_when`)
+    follow_up: str | None = None  # the step after it, shown instead when `done`
 
 
 class AxisPrediction(BaseModel):
@@ -106,6 +108,7 @@ class Neighbour(BaseModel):
     score: float
     labels: Labels = Field(default_factory=dict)
     signature: str | None = None  # the canonical error signature it shares with the issue, when it does
+    created_at: datetime | None = None  # when it was opened (UTC), where the pack or GitHub says
 
     @property
     def is_pull_request(self) -> bool:
@@ -129,6 +132,7 @@ class RelatedIssue(BaseModel):
     possible_duplicate: bool = False
     signature: str | None = None  # the canonical error signature it shares with the issue, when it does
     released_in: str | None = None  # the release that carried its fix, when known
+    created_at: datetime | None = None  # when it was opened (UTC), from the memory
 
 
 class TriageResult(BaseModel):

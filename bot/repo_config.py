@@ -73,6 +73,7 @@ class RepoConfig(BaseModel):
     shadow: bool = False
     comment: CommentMode = "useful"  # useful: only when it adds something beyond labels; always; never
     comment_on_members: bool = False  # also comment on issues opened by the owner, members or collaborators
+    comment_labels: bool = False  # the labels in words in the comment ("**Likely:** ..."); off: labels route
 
     @field_validator("axes")
     @classmethod
@@ -92,7 +93,7 @@ class RepoConfig(BaseModel):
     def comment_policy(self, settings: Settings) -> CommentPolicy:
         """When and what the bot comments here: this file's choices over the service's floors."""
         return CommentPolicy.from_settings(settings, comment=self.comment, comment_on_members=self.comment_on_members,
-                                           axes=self.axes)
+                                           comment_labels=self.comment_labels, axes=self.axes)
 
 
 class RepoConfigError(ConfigError):

@@ -76,6 +76,9 @@ class Settings(BaseSettings):
     # Repository memory (history sync, related issues, neighbour titles)
     github_token: SecretStr | None = None  # `ddl-triage history sync` without App credentials
     memory_related_floor: float = 0.80  # cosine; see README "Repository memory" for the measurement
+    # A question's earlier near-duplicate question is recalled at or above this cosine ("Asked before"; measured
+    # on gold questions with bench/related_floor.py --kind usage_question, docs/incoming/w21-comment.md).
+    memory_question_floor: float = 0.75
     memory_duplicate_floor: float = 0.93  # an open issue this close is called a possible duplicate
     memory_related_max: int = 3
     memory_sync_pages_per_job: int = 10  # a background sync job reads this many pages, then queues the rest

@@ -43,6 +43,11 @@ class Fact(_Strict):
     all_of_by_framework: dict[str, tuple[str, ...]] = {}  # `all_of` for one framework (Megatron-LM: commit, TE)
     not_for: tuple[str, ...] = ()  # symptoms for which this fact is never asked (a launch command for a build)
     asked_when: tuple[str, ...] = ()  # asked only when one of these matches (a traceback: the text says it fails)
+    # A section heading naming the fact ("ds_report output", "NCCL log") followed by a screenshot or a collapsed
+    # <details> block shows it: these patterns are searched in the heading's words (bot/facts.py).
+    headings: tuple[str, ...] = ()
+    not_for_stages: tuple[str, ...] = ()  # stages for which it is never asked (training settings on inference)
+    environment_only: bool = False  # describes the installation: never asked of a report comparing two settings
 
     def ask_for(self, framework: str | None) -> str:
         """The ask in the project's own words where it has some, else the plain wording."""
@@ -53,7 +58,7 @@ class Fact(_Strict):
 
     @model_validator(mode="after")
     def _patterns_compile(self) -> Fact:
-        for pattern in (*self.present, *self.asked_when):
+        for pattern in (*self.present, *self.asked_when, *self.headings):
             try:
                 re.compile(pattern)
             except re.error as exc:
@@ -110,6 +115,9 @@ class Taxonomy(_Strict):
             for symptom in entry.not_for:
                 if "symptom" in self.axes and symptom not in self.axes["symptom"].ids:
                     raise ValueError(f"facts.{entry.id}: not_for {symptom!r} is not a symptom")
+            for stage in entry.not_for_stages:
+                if "stage" in self.axes and stage not in self.axes["stage"].ids:
+                    raise ValueError(f"facts.{entry.id}: not_for_stages {stage!r} is not a stage")
         for fact in self.ask_for_any_bug:
             if fact not in fact_ids:
                 raise ValueError(f"ask_for_any_bug: {fact!r} is not in facts")

@@ -212,9 +212,11 @@ def comments(
     task: Annotated[str, typer.Option(help="The benchmark whose folds are commented (its first repetition).")
                     ] = "ddl-dev-cv",
     fit_cache: Annotated[bool, typer.Option(help="Reuse fitted engines cached by content.")] = True,
+    memory: Annotated[bool, typer.Option("--memory", help="Give each issue the repository memory of the gold "
+                                         "threads of its repository opened before it (the deployed App).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
-    """The comments the bot would post on each fold's issues, by an engine fitted without them, measured."""
+    """The comments the bot would post on each fold's issues as opened, by an engine fitted without them."""
     from eval.comments import count_folds, run_comments, write_comment_outputs
     from eval.progress import Reporter
 
@@ -223,7 +225,8 @@ def comments(
                           train_on=None, predictors="default", folds=None, seed=None, bootstrap=None,
                           fit_cache=fit_cache, repeats=1)
     with Reporter(count_folds(config), enabled=not quiet) as reporter:
-        results = run_comments(config, settings, reporter, shlex.join(["python", "-m", "eval", *sys.argv[1:]]))
+        results = run_comments(config, settings, reporter, shlex.join(["python", "-m", "eval", *sys.argv[1:]]),
+                               memory=memory)
     written = write_comment_outputs(results, out)
     print(written[-1].read_text(encoding="utf-8"))
     print(f"eval: wrote {len(written)} files to {out} in {results['duration_s']} s", file=sys.stderr)

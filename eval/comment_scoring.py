@@ -11,9 +11,12 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from datetime import datetime
 from typing import Any
 
 from bot.comment.compose import CommentPlan
+from bot.comment.links import linked_in
+from bot.comment.policy import REASONS
 from bot.domain import Case, TriageResult
 
 UNSCORED_SYMPTOMS = (None, "unknown", "none")
@@ -71,9 +74,15 @@ def pinging_links(markdown: str) -> int:
     return len(PING.findall(md))
 
 
-def score_comment(case: Case, result: TriageResult, plan: CommentPlan, markdown: str | None) -> dict[str, Any]:
-    """One issue's comment as figures (what the table adds up)."""
+def score_comment(case: Case, result: TriageResult, plan: CommentPlan, markdown: str | None,
+                  opened: dict[str, datetime | None] | None = None) -> dict[str, Any]:
+    """One issue's comment as figures (what the table adds up). `opened`: each known case's opening date, to
+    count links to issues opened at or after this one (a precedent's own date is used first)."""
     text = f"{case.title}\n{case.body}"
+    links = [*plan.precedents, *plan.asked_before] if markdown else []
+    dates = opened or {}
+    later = [p.case_id for p in links if case.created_at and (when := p.created_at or dates.get(p.case_id))
+             and when >= case.created_at]
     chars = len(re.sub(r"<!--.*?-->", "", markdown, flags=re.S).strip()) if markdown else 0
     return {
         "id": case.id, "repo": case.repo, "gold_kind": case.labels.get("kind"),
@@ -92,6 +101,11 @@ def score_comment(case: Case, result: TriageResult, plan: CommentPlan, markdown:
         "diagnosis": ({"id": plan.diagnosis.id, "symptoms": plan.diagnosis.symptoms}
                       if markdown and plan.diagnosis else None),
         "pinging_links": pinging_links(markdown) if markdown else 0,
+        "reasons": list(plan.reasons) if markdown else [],
+        "labels_and_asks_only": markdown is not None and not plan.reasons,
+        "links_after": later,
+        "links_other_repo_unshared": [p.case_id for p in links if not p.own and not p.signature],
+        "links_in_post": [p.case_id for p in links if p.case_id.lower() in linked_in(text, case.repo)],
     }
 
 
@@ -111,6 +125,12 @@ def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "links": _links(samples, own=None), "diagnosis": _diagnoses(samples),
         "pinging_links": sum(s["pinging_links"] for s in posted),
         "posted_because": _because(posted),
+        "reasons": {reason: {"issues": (n := sum(reason in s["reasons"] for s in posted)),
+                             "share": _share(n, len(samples))} for reason in REASONS},
+        "labels_and_asks_only": sum(s["labels_and_asks_only"] for s in posted),
+        "links_after": sum(len(s["links_after"]) for s in posted),
+        "links_other_repo_unshared": sum(len(s["links_other_repo_unshared"]) for s in posted),
+        "links_in_post": sum(len(s["links_in_post"]) for s in posted),
     }
 
 
@@ -139,14 +159,10 @@ def _diagnoses(samples: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _because(posted: list[dict[str, Any]]) -> dict[str, int]:
-    """Why each posted comment was posted: its strongest content."""
-    out = {"precedent": 0, "diagnosis": 0, "symptom and asks": 0, "asks only": 0, "symptom only": 0, "other": 0}
+    """Why each posted comment was posted: its first reason (policy.REASONS order), or none (`comment: always`)."""
+    out = {reason: 0 for reason in REASONS} | {"no reason": 0}
     for s in posted:
-        symptom = "symptom" in s["rows"]
-        key = ("precedent" if s["precedents"] else "diagnosis" if s["diagnosis"] else
-               "symptom and asks" if symptom and s["asks"] else "asks only" if s["asks"] else
-               "symptom only" if symptom else "other")
-        out[key] += 1
+        out[s["reasons"][0] if s["reasons"] else "no reason"] += 1
     return out
 
 
@@ -192,10 +208,19 @@ def table_markdown(results: dict[str, Any]) -> str:
         ("diagnoses shown (precision: gold symptom among the entry's)",
          f"{d['issues']} issues ({_pct(d['coverage'])}); precision {d_precision} on {d['scored']}", ">= 0.80"),
         ("links in a cross-referencing form", f"{s['pinging_links']}", "0"),
-        ("posted because of", ", ".join(f"{k} {v}" for k, v in s["posted_because"].items()), ""),
+        ("posted because of (first reason)", ", ".join(f"{k} {v}" for k, v in s["posted_because"].items()), ""),
+        *[(f"issues with the reason {reason.replace('_', ' ')}", f"{m['issues']} ({_pct(m['share'])})", "")
+          for reason, m in s["reasons"].items()],
+        ("comments made of labels and asks only", f"{s['labels_and_asks_only']}", "0"),
+        ("links to issues opened at or after the issue", f"{s['links_after']}", "0"),
+        ("links to another repository without a shared signature", f"{s['links_other_repo_unshared']}", "0"),
+        ("links the post already contains", f"{s['links_in_post']}", "0"),
     ]
     lines = ["| measure | value | target |", "|---|---|---|", *[f"| {a} | {b} | {c} |" for a, b, c in rows]]
-    return "\n".join(lines) + f"\n\nRegenerate: `{results['command']}`\n"
+    scope = (f"\n\nAs opened: {s['issues']} issues scored from their opening post; "
+             f"{results.get('not_opened', 0)} windows without an opening post not scored; repository memory "
+             f"{'on (gold threads opened before each issue)' if results.get('memory') else 'off'}.")
+    return "\n".join(lines) + scope + f"\n\nRegenerate: `{results['command']}`\n"
 
 
 def _pct(share: float | None) -> str:

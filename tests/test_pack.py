@@ -182,7 +182,7 @@ def test_a_clean_checkout_with_no_shared_data_triages_from_the_pack(tmp_path: Pa
                          cwd=clone, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     assert not (clone.parent / "shared").exists()
-    assert "<!-- ddl-triage v1" in run.stdout and "**Likely:** hang or timeout" in run.stdout
+    assert "<!-- ddl-triage v1" in run.stdout and "symptom:hang_timeout" in run.stdout  # the label, in the marker
     assert "**Next step:**" in run.stdout and "NCCL" in run.stdout  # the watchdog timeout, read from the error
     assert "](https://github.com/" not in run.stdout  # another project's issue is never linked so it pings
     assert "Traceback" not in run.stderr

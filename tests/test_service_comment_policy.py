@@ -5,6 +5,7 @@ silent triage still stores its decision and still adds the labels the config ena
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from pydantic import SecretStr
 from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
 from bot.engine import Engine
 from bot.repo_config import CONFIG_PATH
-from bot.service.github.payloads import parse_event
+from bot.service.github.payloads import github_time, parse_event
 from bot.service.queue.jobs import Decision
 from bot.settings import Settings
 from tests.fake_github import (
@@ -66,6 +67,16 @@ def test_the_issue_authors_association_is_read_from_the_payload() -> None:
     assert parse_event("issues", payload).author_association is None
 
 
+def test_the_issues_opening_time_is_read_from_the_payload_and_a_bad_one_costs_only_the_date() -> None:
+    payload = load_payload("issues-opened")
+    payload["issue"]["created_at"] = "2024-05-01T12:00:00Z"
+    assert parse_event("issues", payload).issue.created_at == datetime(2024, 5, 1, 12, tzinfo=UTC)
+    for bad in ("yesterday", 17, None):
+        payload["issue"]["created_at"] = bad
+        assert parse_event("issues", payload).issue.created_at is None
+    assert github_time("2024-05-01T14:00:00+02:00") == datetime(2024, 5, 1, 12, tzinfo=UTC)
+
+
 def test_a_members_issue_gets_no_comment_by_default_but_a_decision_and_one_with_comment_on_members(
         app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
     with running_service(app_settings, engine) as client:
@@ -81,6 +92,9 @@ def test_a_members_issue_gets_no_comment_by_default_but_a_decision_and_one_with_
         wait_idle(client)
         [comment] = github.bot_comments(REPO, 43)
         assert decision_of(client, 43).comment == comment["body"] and decision_of(client, 43).posted
+        # Why it spoke is stored with the decision: first, the watchdog timeout's next step.
+        assert decision_of(client, 43).reasons[0] == "next_step"
+        assert "**Likely:**" not in comment["body"], "labels are for routing unless comment_labels: true"
         metrics = client.get("/metrics").text
     assert 'ddl_triage_comments_total{outcome="silent_member"} 1.0' in metrics
     assert 'ddl_triage_comments_total{outcome="created"} 1.0' in metrics
@@ -105,6 +119,7 @@ def test_an_issue_with_nothing_to_add_gets_no_comment_but_a_decision_and_its_lab
         decision = decision_of(client, 44)
     assert github.bot_comments(REPO, 44) == []
     assert decision.outcome == SILENT_NOTHING and decision.comment is None and not decision.posted
+    assert decision.reasons == []
     assert decision.labels_added == ["enhancement"], "labels do not depend on the comment"
     assert [label["name"] for label in github.repos[REPO].issues[44]["labels"]] == ["enhancement"]
 

@@ -48,6 +48,7 @@ def test_a_missing_or_empty_file_gives_the_defaults(taxonomy: Taxonomy) -> None:
     ("comment: sometimes\n", "comment: Input should be 'useful', 'always' or 'never' (line 1)"),
     ("comment_on_members: maybe\n", "comment_on_members"),
     ("enabled: true\nshadw: true\n", "shadw: Extra inputs are not permitted (line 2)"),
+    ("comment_labels: sometimes\n", "comment_labels"),
 ])
 def test_an_invalid_file_is_an_error_naming_the_key_and_its_line(taxonomy: Taxonomy, text: str, named: str) -> None:
     with pytest.raises(RepoConfigError) as raised:
@@ -76,6 +77,8 @@ def test_the_comment_policy_is_the_files_choice_over_the_services_floors(taxonom
     policy = config.comment_policy(settings)
     assert (policy.comment, policy.comment_on_members, policy.axes) == ("never", True, ("symptom",))
     assert policy.similarity_floor == 0.7 and policy.related_floor == 0.9
+    assert not policy.comment_labels  # the labels leave the comment's text unless the repository asks for them
+    assert parse_repo_config("comment_labels: true\n", taxonomy).comment_policy(settings).comment_labels
 
 
 def test_repository_thresholds_decide_which_axes_are_shown() -> None:

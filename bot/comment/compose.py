@@ -1,87 +1,132 @@
-"""The comment a maintainer reads, composed from a triage result: precedent first, one next step, at most two
-asks, a line of surer labels, or silence.
+"""The comment a maintainer reads, composed from a triage result: precedent first, one next step, at most one
+ask, or silence.
 
-Order of what maintainers asked for: the repository's own precedent (and labelled cases that share the error
-or are close), one specific next step read from the error (the first diagnosis; the LLM's reading when one is
-configured), the facts the likely failure needs and the text lacks, then the labels in words.
+Order of what maintainers asked for: the repository's own precedent (and labelled cases that share the error),
+or for a question the same question answered before; one specific next step read from the error (the first
+diagnosis, or its follow-up when the post shows the step done; the LLM's reading when one is configured); the
+fact the next step needs and the text lacks. The labels in words only where the repository asks for them
+(`comment_labels: true`): labels are for routing, in GitHub labels and the hidden marker.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from bot.comment.links import linked_in, number_in_repo
 from bot.comment.markdown import FOOTER, escape_markdown, marker
 from bot.comment.policy import CommentPolicy, Substance, should_comment
-from bot.comment.precedents import Precedent, render_precedents, select_precedents
+from bot.comment.precedents import (
+    Precedent,
+    Scope,
+    render_asked_before,
+    render_precedents,
+    select_asked_before,
+    select_precedents,
+)
 from bot.comment.reading import write_reading
 from bot.comment.rows import Row, render_rows, select_rows
 from bot.domain import Diagnosis, EnvironmentFacts, Issue, TriageResult
-from bot.facts import MAX_ASKED, NEEDS_DETAILS_FACTS, fact_present, framework_of, missing_facts
+from bot.facts import (
+    MAX_ASKED,
+    NEEDS_DETAILS_FACTS,
+    NON_BUG_KINDS,
+    asks_to_show,
+    fact_present,
+    framework_of,
+    missing_facts,
+)
 from bot.llm.base import ChatModel
+from bot.signatures import MATCHING_KINDS
 from bot.taxonomy import Taxonomy
 
 NEEDS_DETAILS = "This report does not say enough yet for a suggestion. Please add:"
 BARE_READING = 0.8  # a bare report's top symptom this sure chooses its asks (tests/test_comment.py)
 ASK_MISSING = "**Please add:**"
 NOTHING_TO_ADD = "No earlier issue or known error matches this report yet."
-# Asks for the environment alone (`ds_report`, the versions): worth a line in a comment that says something else,
-# never the reason to post one (maintainers judged a label plus "post your versions" noise).
-ENVIRONMENT_ONLY = frozenset({"versions", "torch_version", "cuda_version", "framework_version"})
 
 
 @dataclass(frozen=True)
 class CommentPlan:
-    """What the comment will say, before any markdown: the benchmarks measure this, the renderer prints it."""
+    """What the comment will say, before any markdown: the benchmarks measure this, the renderer prints it, the
+    service stores its `reasons`."""
 
     precedents: list[Precedent] = field(default_factory=list)
-    diagnosis: Diagnosis | None = None
+    diagnosis: Diagnosis | None = None  # the one shown; its `next_step` is the follow-up when the post did the step
     reading: str | None = None  # what the error means: the diagnosis's, or the LLM's validated sentences
     rows: list[Row] = field(default_factory=list)
     asks: list[str] = field(default_factory=list)  # fact ids (taxonomy `facts:`)
     ask_texts: list[str] = field(default_factory=list)  # in the project's own words
     needs_details: bool = False
     repo_labels: list[tuple[str, float]] = field(default_factory=list)
-    confident_symptom: bool = False  # a symptom the comment states and the policy trusts on its own
+    asked_before: list[Precedent] = field(default_factory=list)  # for a question: answered near-duplicates
+    show_labels: bool = False  # the repository's `comment_labels`: the rows in words in the text
 
     @property
     def substance(self) -> Substance:
-        return Substance(precedents=len(self.precedents), diagnoses=int(self.diagnosis is not None),
-                         confident_symptom=self.confident_symptom,
-                         asks=len([f for f in self.asks if f not in ENVIRONMENT_ONLY or self.needs_details]))
+        return Substance(next_step=self.diagnosis is not None, precedents=len(self.precedents),
+                         asked_before=len(self.asked_before), labels=len(self.rows), asks=len(self.asks))
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why it speaks (policy.REASONS); empty: it has nothing that moves the issue forward."""
+        return self.substance.reasons
 
     @property
     def references(self) -> frozenset[str]:
         """The `#N` of this repository that the comment links (all an LLM reading may cite)."""
-        return frozenset(p.link for p in self.precedents if p.link.startswith("#"))
+        return frozenset(p.link for p in [*self.precedents, *self.asked_before] if p.link.startswith("#"))
 
 
 def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy, issue: Issue | None = None
                  ) -> CommentPlan:
     """Choose what to say. Without the issue (its text and repository) the engine's own asks are used."""
     own_repo = issue.repo if issue else next((r.repo for r in result.related), None)
+    own_number = (issue.number or number_in_repo(issue.id, issue.url, own_repo)) if issue else None
+    scope = Scope(own_repo=own_repo, own_number=own_number,
+                  linked=linked_in(f"{issue.title}\n{issue.body}", own_repo) if issue else frozenset(),
+                  opened=issue.created_at if issue else None)
+    diagnosis = None if result.needs_details else shown_diagnosis(result.diagnoses)
+    question = result.label("kind") in NON_BUG_KINDS
     precedents = select_precedents(result.related, result.neighbours, taxonomy, own_repo=own_repo,
-                                   own_number=issue.number if issue else None, related_floor=policy.related_floor,
-                                   similarity_floor=policy.similarity_floor, symptom=_symptom_reading(result))
-    diagnosis = result.diagnoses[0] if result.diagnoses and not result.needs_details else None
+                                   own_number=scope.own_number, related_floor=policy.related_floor,
+                                   similarity_floor=policy.similarity_floor, symptom=_symptom_reading(result),
+                                   scope=scope, allowed_symptoms=diagnosis.symptoms[:1] if diagnosis else (),
+                                   telling={s.text for s in result.signatures if s.kind in MATCHING_KINDS})
+    asked_before: list[Precedent] = []
+    if question:  # a question: the same question answered before; a failure's precedent only by its error
+        asked_before = select_asked_before(result.related, question_floor=policy.question_floor, scope=scope)
+        precedents = [p for p in precedents if p.signature and p.case_id not in {a.case_id for a in asked_before}]
     if issue is not None:
         asks = missing_facts(issue, result.environment, taxonomy, result.label("kind"), _asked_symptom(result),
-                             diagnoses=result.diagnoses, needs_details=result.needs_details)
+                             diagnoses=result.diagnoses, needs_details=result.needs_details,
+                             stage=result.label("stage"))
     else:  # the engine's own asks (a bare report has none there: it gets the two a bare report needs)
         asks = list(NEEDS_DETAILS_FACTS) if result.needs_details else result.missing_facts[:MAX_ASKED]
     if diagnosis is not None:  # what the next step already tells them to run and post is not asked twice
         asks = [f for f in asks if not fact_present(taxonomy.fact(f), diagnosis.next_step, EnvironmentFacts())]
+    if not result.needs_details:  # beside a next step, only what that step needs; else one ask at most
+        asks = asks_to_show(asks, [diagnosis.ask] if diagnosis and diagnosis.ask else [],
+                            next_step=diagnosis is not None)
     framework = framework_of(issue, result.environment) if issue else result.environment.framework
     if result.needs_details:  # a bare report: the asks alone, no guesses
-        precedents, rows = [], []
+        precedents, asked_before, rows = [], [], []
     else:
         rows = select_rows(result, taxonomy, policy.axes, precedents, diagnosis)
-    symptom = result.predictions["symptom"]
-    confident = any(row.axis == "symptom" for row in rows) and (
-        symptom.corrected or symptom.confidence >= policy.confident_symptom)
     return CommentPlan(precedents=precedents, diagnosis=diagnosis, reading=diagnosis.reading if diagnosis else None,
                        rows=rows, asks=asks, ask_texts=[taxonomy.fact(f).ask_for(framework) for f in asks],
                        needs_details=result.needs_details, repo_labels=result.repo_labels,
-                       confident_symptom=confident)
+                       asked_before=asked_before, show_labels=policy.comment_labels)
+
+
+def shown_diagnosis(diagnoses: list[Diagnosis]) -> Diagnosis | None:
+    """The first diagnosis, with the step to show: its next step; when the post shows that step done, its
+    follow-up; without a follow-up, none (prescribing what the reporter already did costs their trust)."""
+    if not diagnoses:
+        return None
+    first = diagnoses[0]
+    if not first.done:
+        return first
+    return first.model_copy(update={"next_step": first.follow_up, "done": False}) if first.follow_up else None
 
 
 def _asked_symptom(result: TriageResult) -> str | None:
@@ -121,7 +166,7 @@ def compose(issue: Issue, result: TriageResult, taxonomy: Taxonomy, policy: Comm
     plan = plan_comment(result, taxonomy, policy, issue)
     if not should_comment(plan.substance, policy, author_association):
         return plan, None
-    if chat is not None and (plan.diagnosis or plan.precedents):
+    if chat is not None and plan.reasons:
         reading = write_reading(chat, issue, render_precedents(plan.precedents),
                                 [plan.diagnosis] if plan.diagnosis else [], plan.references)
         if reading:
@@ -130,10 +175,12 @@ def compose(issue: Issue, result: TriageResult, taxonomy: Taxonomy, policy: Comm
 
 
 def render_plan(plan: CommentPlan, result: TriageResult, taxonomy: Taxonomy) -> str:
-    """Markdown: the hidden marker, then the precedents, the next step, the labels, the asks, the footer."""
-    blocks: list[list[str]] = [render_precedents(plan.precedents), _next_step(plan),
-                               render_rows(plan.rows, taxonomy), _asks(plan)]
-    if plan.repo_labels:
+    """Markdown: the hidden marker, then the precedents, the next step, the labels (where the repository asks
+    for them in words), the asks, the footer."""
+    blocks: list[list[str]] = [render_asked_before(plan.asked_before), render_precedents(plan.precedents),
+                               _next_step(plan), render_rows(plan.rows, taxonomy) if plan.show_labels else [],
+                               _asks(plan)]
+    if plan.repo_labels and plan.show_labels:
         blocks.append(["Labels this repository uses for issues like this: " + ", ".join(
             f"`{escape_markdown(name, 40)}`" for name, _ in plan.repo_labels)])
     body = [line for block in blocks if block for line in block]

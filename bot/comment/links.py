@@ -47,3 +47,27 @@ def repo_of(case_id: str, url: str | None) -> str | None:
 def _short_name(repo: str) -> str:
     """`deepspeedai/DeepSpeed` -> `DeepSpeed`: a name, never `owner/repo`, which GitHub would link again."""
     return escape_markdown(repo.split("/")[-1], 40)
+
+
+_ISSUE_URL_IN_TEXT = re.compile(r"github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)", re.IGNORECASE)
+_CROSS_REFERENCE = re.compile(r"(?<![\w/.-])([\w.-]+/[\w.-]+)#(\d+)\b")
+_OWN_REFERENCE = re.compile(r"(?<![\w/&])#(\d+)\b")
+
+
+def linked_in(text: str, own_repo: str | None) -> frozenset[str]:
+    """The issues a post links (`owner/repo#n`, lower-case): GitHub URLs, `owner/repo#N`, and `#N` of its own
+    repository. The comment never echoes one back as a precedent: the reporter already knows it."""
+    found = {f"{repo}#{int(number)}".lower() for repo, number in _ISSUE_URL_IN_TEXT.findall(text or "")}
+    found |= {f"{repo}#{int(number)}".lower() for repo, number in _CROSS_REFERENCE.findall(text or "")}
+    if own_repo:
+        found |= {f"{own_repo}#{int(number)}".lower() for number in _OWN_REFERENCE.findall(text or "")}
+    return frozenset(found)
+
+
+def number_in_repo(case_id: str, url: str | None, repo: str | None) -> int | None:
+    """An issue's number in `repo`, from its `owner/repo#N` id or its GitHub URL (a batch line may carry either
+    instead of a number)."""
+    found = _GITHUB_URL.match(url or "") or _CASE_ID.match(case_id or "")
+    if found and same_repo(found.group(1), repo):
+        return int(found.group(found.lastindex or 0))
+    return None

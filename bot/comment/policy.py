@@ -1,8 +1,13 @@
-"""When the bot speaks: a comment must add something beyond labels, or the bot stays silent.
+"""When the bot speaks: only for a reason that moves the issue forward, or it stays silent.
 
-The decision is a pure function of what the comment would say and of the repository's policy, so the
-service, the Action, the CLI and the benchmarks decide alike. Labels and the stored decision do not depend on
-it: silence only means no comment.
+A comment is posted only when it carries at least one reason to speak (REASONS): a next step read from the post
+that the post does not show as already done, a precedent of the same mechanism, or, for a question, the same
+question asked and answered before in the repository. Labels and asks ride along but never make a comment on
+their own: maintainers judged a label line plus template asks worse than silence (2026-11-27, issue #21).
+
+The decision is a pure function of what the comment would say and of the repository's policy, so the service,
+the Action, the CLI and the benchmarks decide alike. Labels and the stored decision do not depend on it: silence
+only means no comment.
 """
 
 from __future__ import annotations
@@ -17,43 +22,56 @@ from bot.settings import AXES, Settings
 CommentMode = Literal["useful", "always", "never"]
 # GitHub's author_association values of people who run the repository: they triage their own issues.
 MEMBER_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+# The reasons to speak, the only ones: what the comment tells a maintainer that a label does not.
+NEXT_STEP = "next_step"  # a diagnosis of what the post shows, whose step the post does not show as done
+PRECEDENT = "precedent"  # an earlier issue of the same mechanism (shared error signature, or the repository's own)
+ASKED_BEFORE = "asked_before"  # for a question: a near-duplicate question of the repository, answered before
+REASONS = (NEXT_STEP, PRECEDENT, ASKED_BEFORE)
 
 
 class CommentPolicy(BaseModel):
-    """A repository's choices about the comment (config `comment:`, `comment_on_members:`, `axes:`) and the
-    floors that decide which precedents are close enough to show."""
+    """A repository's choices about the comment (config `comment:`, `comment_on_members:`, `comment_labels:`,
+    `axes:`) and the floors that decide which precedents are close enough to show."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    comment: CommentMode = "useful"  # useful: only when it adds something; always; never
+    comment: CommentMode = "useful"  # useful: only for a reason to speak; always; never
     comment_on_members: bool = False  # also comment on issues opened by the owner, members or collaborators
+    comment_labels: bool = False  # the labels in words ("**Likely:** ...") in the text; off: labels are for routing
     axes: tuple[str, ...] = AXES  # the label rows the repository allows
     similarity_floor: float = 0.75  # a labelled case of the pack is shown at or above this cosine
     related_floor: float = 0.80  # an issue of the repository itself is shown at or above this cosine
-    # A comment whose only substance is its symptom is posted when that symptom is at least this likely (the
-    # calibrated confidence). 1.0, the default: never (calibrated confidences stay below 1): a comment that only
-    # restates a label adds nothing a label does not say (read on 20 held-out threads, 2026-11-26).
-    confident_symptom: float = 1.0
+    # A closed question of the repository is "asked before" at or above this cosine (settings
+    # memory_question_floor; bench/related_floor.py --kind usage_question, docs/incoming/w21-comment.md).
+    question_floor: float = 0.75
 
     @classmethod
     def from_settings(cls, settings: Settings, **choices: object) -> CommentPolicy:
         """The floors of the settings, with a repository's choices on top."""
         return cls.model_validate({"similarity_floor": settings.similarity_floor,
-                                   "related_floor": settings.memory_related_floor, **choices})
+                                   "related_floor": settings.memory_related_floor,
+                                   "question_floor": settings.memory_question_floor, **choices})
 
 
 @dataclass(frozen=True)
 class Substance:
-    """What a comment would say beyond labels: the inputs of the silence decision."""
+    """What a comment would say: the reasons to speak, and what only rides along (labels, asks)."""
 
+    next_step: bool = False
     precedents: int = 0
-    diagnoses: int = 0
-    confident_symptom: bool = False
-    asks: int = 0
+    asked_before: int = 0
+    labels: int = 0  # label rows in words: never a reason
+    asks: int = 0  # facts asked for: never a reason
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why the comment would be posted, in REASONS order (empty: nothing that moves the issue forward)."""
+        held = {NEXT_STEP: self.next_step, PRECEDENT: self.precedents > 0, ASKED_BEFORE: self.asked_before > 0}
+        return tuple(reason for reason in REASONS if held[reason])
 
     @property
     def adds_something(self) -> bool:
-        return bool(self.precedents or self.diagnoses or self.confident_symptom or self.asks)
+        return bool(self.reasons)
 
 
 # Why the bot stayed silent: the outcome the service logs and stores with its decision.
@@ -65,7 +83,7 @@ SILENT_NOTHING = "silent: nothing to add"
 def silence_reason(substance: Substance, policy: CommentPolicy, author_association: str | None = None) -> str | None:
     """Why the bot stays silent (one of the SILENT_ outcomes), or None when it posts: never when the policy says
     never; not on a member's issue unless the policy asks for it; otherwise always, or (the default) only when
-    the comment adds something beyond labels."""
+    the comment has a reason to speak (labels and asks alone are none)."""
     if policy.comment == "never":
         return SILENT_NEVER
     if (author_association or "").upper() in MEMBER_ASSOCIATIONS and not policy.comment_on_members:

@@ -1,15 +1,21 @@
-"""Precedents: the issues the comment leads with, one line each, at most three.
+"""Precedents: the issues the comment leads with, one line each, at most three; and, for a question, the same
+question asked and answered before.
 
-First the repository's own issues (the repository memory's `related`) that share the issue's error signature or
-pass the related floor, each with how it ended; then labelled cases of the pack, only where they share a
-signature or pass the similarity floor. A labelled case whose symptom contradicts the engine's reading of the
-symptom is left out unless it shares the error: it is more often unrelated than not, and two lines that disagree
-cost the reader more than one.
+Only issues of the same mechanism, opened before this one, that the post does not already link: first the
+repository's own issues (the repository memory's `related`) that share the issue's error signature or pass the
+related floor, then labelled cases of the pack that share its signature or pass the similarity floor. A case of
+another repository only when it shares the error signature exactly (the same words in another project are more
+often another mechanism: a DeepSpeed op build cited on a Colossal-AI build failure). Each is shown with how it
+ended; one that did not end (open, or a case without an established fix) only as a possible duplicate sharing the
+signature. A labelled case whose symptom contradicts the engine's reading, or the diagnosis shown, is left out
+unless it shares the error: two lines that disagree cost the reader more than one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
+from datetime import datetime
 
 from bot.comment.links import case_link, repo_of, same_repo
 from bot.comment.markdown import code_span, escape_markdown
@@ -17,6 +23,8 @@ from bot.domain import Neighbour, RelatedIssue
 from bot.taxonomy import Taxonomy
 
 MAX_PRECEDENTS = 3
+POSSIBLE_DUPLICATE = "open: possible duplicate"
+UNRESOLVED_FIXES = (None, "", "none", "unresolved")
 
 
 @dataclass(frozen=True)
@@ -31,26 +39,55 @@ class Precedent:
     labels: tuple[tuple[str, str], ...] = ()  # a pack case's gold labels (axis, id)
     title: str | None = None
     score: float | None = None  # cosine to the issue
+    created_at: datetime | None = None  # when it was opened, where known
 
     def label(self, axis: str) -> str | None:
         return dict(self.labels).get(axis)
 
 
+@dataclass(frozen=True)
+class Scope:
+    """What every precedent must respect: the issue itself, what its post links, when it was opened."""
+
+    own_repo: str | None = None
+    own_number: int | None = None
+    linked: frozenset[str] = frozenset()  # `owner/repo#n`, lower-case (links.linked_in)
+    opened: datetime | None = None  # the issue's created_at: nothing opened at or after it is a precedent
+
+    def excludes(self, case_id: str, created_at: datetime | None) -> bool:
+        """The issue itself, a link its post gives, or one opened at or after it: by its date, or, in the same
+        repository, by its number (GitHub numbers a repository's issues and pull requests in the order opened)."""
+        own = f"{self.own_repo}#{self.own_number}".lower() if self.own_repo and self.own_number else None
+        later = bool(self.opened and created_at and created_at >= self.opened)
+        repo, _, number = case_id.rpartition("#")
+        if self.own_number is not None and same_repo(repo, self.own_repo) and number.isdigit():
+            later = later or int(number) >= self.own_number
+        return case_id.lower() == own or case_id.lower() in self.linked or later
+
+
 def select_precedents(related: list[RelatedIssue], neighbours: list[Neighbour], taxonomy: Taxonomy, *,
                       own_repo: str | None, own_number: int | None, related_floor: float, similarity_floor: float,
-                      symptom: str | None) -> list[Precedent]:
-    """At most three: the repository's own issues first, then labelled cases (signature-sharing ones first)."""
+                      symptom: str | None, scope: Scope | None = None, allowed_symptoms: Collection[str] = (),
+                      telling: Collection[str] | None = None) -> list[Precedent]:
+    """At most three: the repository's own issues first, then labelled cases (signature-sharing ones first).
+    `allowed_symptoms` (the diagnosis shown) are the symptoms a labelled case may show without sharing the error;
+    `telling` (when given) the issue's signatures that name its failure: a bare signal or exit code shared with a
+    labelled case (SIGKILL ends an OOM kill as often as a crash) is not the same error."""
+    scope = scope or Scope(own_repo=own_repo, own_number=own_number)
+    if telling is not None:
+        neighbours = [n if n.signature is None or n.signature in telling else n.model_copy(update={"signature": None})
+                      for n in neighbours]
     chosen: list[Precedent] = []
     seen: set[str] = set()
     own = sorted((r for r in related if r.signature or r.score >= related_floor),
                  key=lambda r: (r.signature is None, -r.score))
     for r in own:
-        case_id = f"{r.repo}#{r.number}".lower()
+        case_id = f"{r.repo}#{r.number}"
         if own_repo and not same_repo(r.repo, own_repo):
             continue  # the memory is private to its repository: never cite another's issues as `#N`
-        if (r.number == own_number and same_repo(r.repo, own_repo)) or case_id in seen:
+        if scope.excludes(case_id, r.created_at) or case_id.lower() in seen or not _ended_or_duplicate(r):
             continue
-        seen.add(case_id)
+        seen.add(case_id.lower())
         chosen.append(_from_related(r))
     cases = sorted((n for n in neighbours if n.signature or n.score >= similarity_floor),
                    key=lambda n: (n.signature is None, -n.score))
@@ -58,19 +95,42 @@ def select_precedents(related: list[RelatedIssue], neighbours: list[Neighbour], 
         if len(chosen) >= MAX_PRECEDENTS:
             break
         gold = n.labels.get("symptom")
-        if not n.signature and symptom and gold and gold != symptom:
+        if not n.signature and gold and ((symptom and gold != symptom) or
+                                         (allowed_symptoms and gold not in allowed_symptoms)):
             continue
-        precedent = _from_neighbour(n, taxonomy, own_repo)
-        if precedent is None or precedent.case_id.lower() in seen:
+        precedent = _from_neighbour(n, taxonomy, own_repo, contradicts=bool(allowed_symptoms) and gold is not None
+                                    and gold not in allowed_symptoms, close=n.score >= similarity_floor)
+        if precedent is None or precedent.case_id.lower() in seen or scope.excludes(precedent.case_id, n.created_at):
             continue
+        if not precedent.own and not n.signature:
+            continue  # another repository's case only when it shares the error signature exactly
         seen.add(precedent.case_id.lower())
         chosen.append(precedent)
     return chosen[:MAX_PRECEDENTS]
 
 
+def select_asked_before(related: list[RelatedIssue], *, question_floor: float, scope: Scope) -> list[Precedent]:
+    """For a question: the repository's earlier questions this close, closed as completed (answered), at most one
+    (the closest): "Asked before: #N (answered)"."""
+    answered = sorted((r for r in related if r.type == "issue" and r.state == "closed"
+                       and r.state_reason in (None, "completed") and not r.duplicate_of
+                       and r.score >= question_floor and same_repo(r.repo, scope.own_repo)
+                       and not scope.excludes(f"{r.repo}#{r.number}", r.created_at)), key=lambda r: -r.score)
+    return [Precedent(case_id=f"{r.repo}#{r.number}", link=f"#{r.number}", how="answered", own=True, title=r.title,
+                      score=r.score, created_at=r.created_at) for r in answered[:1]]
+
+
+def _ended_or_duplicate(r: RelatedIssue) -> bool:
+    """An issue that ended (closed, or a merged pull request), or an open one sharing the error (a possible
+    duplicate); an open issue that shares only words is not shown."""
+    if r.type == "pull_request":
+        return r.state == "merged" or bool(r.signature)
+    return r.state != "open" or bool(r.signature)
+
+
 def _from_related(r: RelatedIssue) -> Precedent:
     return Precedent(case_id=f"{r.repo}#{r.number}", link=f"#{r.number}", how=how_it_ended(r),
-                     signature=r.signature, own=True, title=r.title, score=r.score)
+                     signature=r.signature, own=True, title=r.title, score=r.score, created_at=r.created_at)
 
 
 def how_it_ended(r: RelatedIssue) -> str:
@@ -78,7 +138,7 @@ def how_it_ended(r: RelatedIssue) -> str:
     if r.type == "pull_request":
         return "pull request, merged" if r.state == "merged" else f"pull request, {r.state}"
     if r.state == "open":
-        return "open: possible duplicate" if r.possible_duplicate or r.signature else "open"
+        return POSSIBLE_DUPLICATE if r.possible_duplicate or r.signature else "open"
     if r.state_reason == "duplicate" or r.duplicate_of:
         return f"closed as a duplicate of #{r.duplicate_of}" if r.duplicate_of else "closed as a duplicate"
     if r.state_reason == "not_planned":
@@ -87,26 +147,34 @@ def how_it_ended(r: RelatedIssue) -> str:
         by = r.closed_by if r.closed_by.startswith("#") else f"commit {r.closed_by[:12]}"
         released = f", released in {escape_markdown(r.released_in, 30)}" if r.released_in else ""
         return f"closed, fixed by {by}{released}"
-    return "closed"
+    return "closed as completed" if r.state_reason == "completed" else "closed"
 
 
-def _from_neighbour(n: Neighbour, taxonomy: Taxonomy, own_repo: str | None) -> Precedent | None:
+def _from_neighbour(n: Neighbour, taxonomy: Taxonomy, own_repo: str | None, *, contradicts: bool = False,
+                    close: bool = True) -> Precedent | None:
     link = case_link(n.id, n.url, own_repo)
     if link is None:
         return None
     symptom, fix, kind = n.labels.get("symptom"), n.labels.get("fix_pattern"), n.labels.get("kind")
-    failure = taxonomy.words("symptom", symptom) if symptom and symptom != "none" else None
+    failure = taxonomy.words("symptom", symptom) if symptom and symptom != "none" and not contradicts else None
     if failure is None and kind and kind != "bug_report":
         failure = f"a {taxonomy.words('kind', kind)}"  # a similar question or request: say which
+    resolved = fix not in UNRESOLVED_FIXES and taxonomy.is_established("fix_pattern", str(fix))
     if n.is_pull_request:
         how = f"pull request fixing {failure}" if failure else "fix pull request"
+    elif resolved and fix:
+        how = "; ".join(p for p in (failure, f"resolved by {taxonomy.words('fix_pattern', fix)}") if p)
+    elif kind and kind != "bug_report" and n.state == "closed":
+        how = f"{failure}; answered" if failure else "answered"
+    elif n.signature and close and same_repo(repo_of(n.id, n.url), own_repo):
+        # not resolved: only as a possible duplicate, which only an issue of the same repository can be
+        how = "; ".join(p for p in (failure, "not resolved: possible duplicate") if p)
     else:
-        resolved = fix and fix != "none" and taxonomy.is_established("fix_pattern", fix)
-        parts = [failure, f"resolved by {taxonomy.words('fix_pattern', fix)}" if resolved and fix else None]
-        how = "; ".join(p for p in parts if p) or "labelled case"
+        return None
     labels = tuple((axis, value) for axis, value in n.labels.items() if value)
     return Precedent(case_id=n.id, link=link, how=how, signature=n.signature,
-                     own=same_repo(repo_of(n.id, n.url), own_repo), labels=labels, title=n.title, score=n.score)
+                     own=same_repo(repo_of(n.id, n.url), own_repo), labels=labels, title=n.title, score=n.score,
+                     created_at=n.created_at)
 
 
 def render_precedents(precedents: list[Precedent]) -> list[str]:
@@ -123,3 +191,9 @@ def render_precedents(precedents: list[Precedent]) -> list[str]:
             quoted.add(p.signature)
         lines.append(f"- {p.link}{title} ({p.how}){same}")
     return lines
+
+
+def render_asked_before(asked: list[Precedent]) -> list[str]:
+    """"**Asked before:** #N title (answered)"."""
+    return [f"**Asked before:** {p.link}" + (f" {escape_markdown(p.title, 80)}" if p.title else "") + f" ({p.how})"
+            for p in asked]

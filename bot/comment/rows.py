@@ -50,7 +50,9 @@ def _contradicts(axis: str, label: str, diagnosis: Diagnosis | None) -> bool:
     trust neither, so the guess yields."""
     if diagnosis is None:
         return False
-    named = diagnosis.symptoms if axis == "symptom" else [diagnosis.stage] if diagnosis.stage else []
+    # The diagnosis's first symptom is the one its reading explains: "crash in native code" beside the OOM-killer
+    # reading of exit code -9 contradicts it even though the entry names a native crash as possible.
+    named = diagnosis.symptoms[:1] if axis == "symptom" else [diagnosis.stage] if diagnosis.stage else []
     return bool(named) and label not in named
 
 

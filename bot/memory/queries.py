@@ -6,6 +6,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Protocol
 
 import numpy as np
@@ -61,8 +62,9 @@ def related_issues(memory: Memory, settings: Settings, repo: str, number: int | 
     shared = memory.store.sharing(repo, [s.digest for s in matching], exclude=number, before=before)
     sharing = memory.index.scored(repo, vector, shared)[:k] if shared else []
     taken = {issue.number for issue, _ in sharing}
+    floor = min(settings.memory_related_floor, settings.memory_question_floor)  # the comment applies its own
     close = [(issue, score) for issue, score in memory.index.search(repo, vector, k, exclude=number, before=before)
-             if score >= settings.memory_related_floor and issue.number not in taken]
+             if score >= floor and issue.number not in taken]
     return [as_related(issue, score, settings.github_api_url, settings.memory_duplicate_floor,
                        shared_signature(issue, matching)) for issue, score in [*sharing, *close][:k]]
 
@@ -87,7 +89,7 @@ def as_related(issue: MemoryIssue, score: float, api_url: str, duplicate_floor: 
         title=issue.title, type=issue.type, state=issue.state, state_reason=issue.state_reason,
         closed_by=issue.closed_by, duplicate_of=issue.duplicate_of, labels=issue.labels, score=round(score, 4),
         possible_duplicate=issue.type == "issue" and issue.state == "open" and score >= duplicate_floor,
-        signature=signature)
+        signature=signature, created_at=datetime.fromtimestamp(issue.created_at, UTC) if issue.created_at else None)
 
 
 class IssueLookup(Protocol):

@@ -15,6 +15,7 @@ from bot.domain import Issue
 from bot.service.errors import NotFound, PermanentGitHubError
 from bot.service.github.api_errors import github_errors
 from bot.service.github.models import Comment, IssueSnapshot, PostedComment
+from bot.service.github.payloads import github_time
 
 TIMEOUT_S = 15
 
@@ -44,7 +45,8 @@ class InstallationClient:
             issue = self._gh.get_repo(repo).get_issue(number)
             return IssueSnapshot(
                 issue=Issue(id=f"{repo}#{number}", title=issue.title, body=issue.body or "", repo=repo,
-                            number=number, url=issue.html_url),
+                            number=number, url=issue.html_url,
+                            created_at=github_time(issue.raw_data.get("created_at"))),
                 state=issue.state, is_pull_request=issue.pull_request is not None,
                 labels=[label.name for label in issue.labels], author_association=_association(issue.raw_data))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.domain import Issue
@@ -81,7 +82,21 @@ def _issue(issue: dict[str, Any], repo: str, number: int) -> Issue:
         raise PayloadFieldError("issue.title")
     body = _check_text(str(issue.get("body") or ""), "issue.body")
     return Issue(id=f"{repo}#{number}", title=_check_text(title, "issue.title"), body=body, repo=repo,
-                 number=number, url=issue.get("html_url"))
+                 number=number, url=issue.get("html_url"), created_at=github_time(issue.get("created_at")))
+
+
+def github_time(value: object) -> datetime | None:
+    """GitHub's ISO 8601 time ("2024-05-01T12:00:00Z") as an aware UTC datetime; None when absent or unreadable
+    (the date only keeps later issues out of the comment: a bad one costs that filter, never the delivery)."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _association(issue: dict[str, Any]) -> str | None:

@@ -58,11 +58,11 @@ def triage_issue(ctx: JobContext, event: WebhookEvent, *, requested: bool = Fals
     plan = plan_response(recalled.result, config, ctx.state.store.corrections(event.repo, event.number),
                          service_shadow=ctx.shadow, can_post=ctx.client is not None)
     plan = replace(plan, result=plan.result.model_copy(update={"repo_labels": recalled.repo_labels}))
-    body, silence = _comment(ctx, config, snapshot, event, plan, requested=requested)
+    body, silence, reasons = _comment(ctx, config, snapshot, event, plan, requested=requested)
     wanted = plan.labels + ([n for n, _ in recalled.repo_labels] if config.labels.enabled else [])
     posted, added = _carry_out(ctx, event, plan, body, wanted, snapshot.labels)
     outcome = silence or _posted_outcome(posted)
-    _save(ctx, event, plan, body, posted, added, outcome)
+    _save(ctx, event, plan, body, posted, added, outcome, reasons)
     ctx.state.metrics.comments.labels(outcome=COMMENT_METRIC[outcome]).inc()
     return outcome
 
@@ -84,8 +84,9 @@ def _carry_out(ctx: JobContext, event: WebhookEvent, plan: Plan, body: str | Non
 
 
 def _comment(ctx: JobContext, config: RepoConfig, snapshot: IssueSnapshot, event: WebhookEvent, plan: Plan, *,
-             requested: bool) -> tuple[str | None, str | None]:
-    """The comment's markdown (None: silent) and, when silent, why (a `silent: ...` outcome)."""
+             requested: bool) -> tuple[str | None, str | None, tuple[str, ...]]:
+    """The comment's markdown (None: silent), when silent why (a `silent: ...` outcome), and the reasons to
+    speak it has (policy.REASONS; empty: nothing that moves the issue forward)."""
     policy = config.comment_policy(ctx.engine.settings)
     if requested:
         policy = policy.model_copy(update={"comment_on_members": True})
@@ -94,8 +95,8 @@ def _comment(ctx: JobContext, config: RepoConfig, snapshot: IssueSnapshot, event
     comment_plan, body = compose(snapshot.issue, plan.result, ctx.engine.taxonomy, policy,
                                  author_association=association, chat=ctx.state.chat)
     if body is not None:
-        return body, None
-    return None, silence_reason(comment_plan.substance, policy, association)
+        return body, None, comment_plan.reasons
+    return None, silence_reason(comment_plan.substance, policy, association), comment_plan.reasons
 
 
 def _posted_outcome(posted: PostedComment | None) -> str:
@@ -107,7 +108,7 @@ def _posted_outcome(posted: PostedComment | None) -> str:
 
 
 def _save(ctx: JobContext, event: WebhookEvent, plan: Plan, body: str | None, posted: PostedComment | None,
-          added: list[str], outcome: str) -> None:
+          added: list[str], outcome: str, reasons: tuple[str, ...] = ()) -> None:
     """The decision, stored whether or not anything was posted (shown at /decisions, kept for audit)."""
     result = plan.result
     ctx.state.store.save_decision(Decision(
@@ -117,4 +118,4 @@ def _save(ctx: JobContext, event: WebhookEvent, plan: Plan, body: str | None, po
         predictions={axis: p.model_dump() for axis, p in result.predictions.items()},
         neighbours=[{"id": n.id, "url": n.url, "score": round(n.score, 4)} for n in result.neighbours],
         related=[r.model_dump() for r in result.related], repo_labels=result.repo_labels,
-        comment=body, outcome=outcome))
+        comment=body, outcome=outcome, reasons=list(reasons)))

@@ -39,4 +39,5 @@ class Decision(BaseModel):
     repo_labels: list[tuple[str, float]] = []  # the repository's own labels its label model suggests
     comment: str | None = None  # the markdown posted (or, in shadow mode, that would be); None: silent
     outcome: str = ""  # what the job did: "comment created", "silent: nothing to add", ...
+    reasons: list[str] = []  # the comment's reasons to speak (bot/comment/policy.py REASONS), posted or not
     created_at: float = 0.0

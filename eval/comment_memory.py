@@ -1,0 +1,63 @@
+"""The repository memory of `python -m eval comments --memory`: the deployed App's "Seen before", measured.
+
+Each evaluated repository's gold threads go into the real memory store (bot/memory/) on a temporary SQLite, as
+GitHub would list them: the opening post as the body (the window cut at its first later section, bot/opening.py;
+a window without one keeps only its title), its opening date and state. An issue then recalls the
+threads of its repository opened before it (`related_issues(..., before=created_at)`), exactly as the service's
+triage job does.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bot.domain import Case, RelatedIssue
+from bot.embedding import Embedder
+from bot.memory.index import MemoryIndex
+from bot.memory.labels import LabelModels
+from bot.memory.queries import Memory, related_issues
+from bot.memory.records import embed_records, memory_issue
+from bot.memory.store import MemoryStore
+from bot.normalise import normalise
+from bot.opening import has_opening_post, opening_post
+from bot.settings import Settings
+
+
+def as_github_issue(case: Case) -> dict[str, Any]:
+    """A gold thread as GitHub's issue JSON holds it when the memory syncs: the opening post, never the thread."""
+    body = opening_post(case.body) if has_opening_post(case.body) else ""
+    return {"number": case.number, "title": case.title, "body": body, "state": case.state or "closed",
+            "labels": [],  # the gold records' GitHub labels are not kept on a case; the comment does not read them
+            "created_at": case.created_at.isoformat() if case.created_at else None,
+            **({"pull_request": {}} if case.type == "pull_request" else {})}
+
+
+@contextmanager
+def gold_memory(cases: Sequence[Case], embedder: Embedder, settings: Settings) -> Iterator[Memory]:
+    """The real memory store, on a temporary SQLite, holding `cases` (those with a repository and a number)."""
+    kept = {(c.repo, c.number): c for c in cases if c.repo and c.number is not None}
+    with tempfile.TemporaryDirectory(prefix="eval-memory-") as folder:
+        store = MemoryStore(f"sqlite:///{Path(folder) / 'memory.sqlite3'}")
+        try:
+            items = [as_github_issue(c) for c in kept.values()]
+            if items:
+                vectors = embed_records(embedder, items)
+                store.upsert([(memory_issue(str(c.repo), data), vector)
+                              for c, data, vector in zip(kept.values(), items, vectors, strict=True)])
+            yield Memory(store, MemoryIndex(store, settings.memory_max_rows), LabelModels(store.vectors, store.count))
+        finally:
+            store.close()
+
+
+def recalled(memory: Memory, settings: Settings, embedder: Embedder, issue: Case) -> list[RelatedIssue]:
+    """The issues of its repository the memory recalls for `issue` (opened before it), as the service does."""
+    if not issue.repo:
+        return []
+    normalised = normalise(issue)
+    vector = embedder.embed([normalised.text])[0]
+    before = issue.created_at.timestamp() if issue.created_at else None
+    return related_issues(memory, settings, issue.repo, issue.number, vector, normalised.signatures, before=before)

@@ -1,0 +1,244 @@
+"""Every comment moves the issue forward (issue #21): the reasons to speak, and what never is one.
+
+The composer runs for real on results built as the engine, the repository memory and the knowledge base build
+them (the labels here are inputs: the predictors are tested elsewhere). Texts are written for these tests.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from bot.comment import CommentPolicy, Substance, compose, plan_comment, should_comment
+from bot.comment.policy import ASKED_BEFORE, NEXT_STEP, PRECEDENT, REASONS
+from bot.diagnostics import diagnose
+from bot.domain import AxisPrediction, Diagnosis, EnvironmentFacts, Issue, Neighbour, RelatedIssue, TriageResult
+from bot.normalise import normalise
+from bot.settings import AXES
+from bot.taxonomy import Taxonomy
+
+REPO = "deepspeedai/DeepSpeed"
+OPENED = datetime(2024, 6, 1, tzinfo=UTC)
+SIGNATURE = "RuntimeError: CUDA error: device-side assert triggered"
+ISSUE = Issue(id="i", repo=REPO, number=5000, created_at=OPENED,
+              title="device-side assert in the embedding after switching tokenizers",
+              body="After swapping the tokenizer for one with a larger vocabulary, the first forward pass fails:\n"
+                   "```\nRuntimeError: CUDA error: device-side assert triggered\nCUDA kernel errors might be "
+                   "asynchronously reported at some other API call. For debugging consider passing "
+                   "CUDA_LAUNCH_BLOCKING=1.\n```\ndeepspeed 0.14.2, torch 2.3.0+cu121, 8 x A100 80GB, launched with "
+                   "`deepspeed --num_gpus 8 train.py --deepspeed ds_config.json`. Same failure reported in "
+                   "https://github.com/deepspeedai/DeepSpeed/issues/4100.")
+
+
+def _prediction(label: str | None, confidence: float = 0.9) -> AxisPrediction:
+    return AxisPrediction(label=label, confidence=confidence, top=[(label or "none", confidence)])
+
+
+def _result(issue: Issue, *, kind: str = "bug_report", symptom: str | None = "device_error",
+            stage: str | None = "training", diagnoses: list[Diagnosis] | None = None,
+            related: list[RelatedIssue] | None = None, neighbours: list[Neighbour] | None = None) -> TriageResult:
+    labels = {"kind": kind, "symptom": symptom, "stage": stage, "root_cause": None, "fix_pattern": None}
+    found = diagnose(issue.title, issue.body, framework="DeepSpeed", kind=kind) if diagnoses is None else diagnoses
+    return TriageResult(issue_id=issue.id, predictions={axis: _prediction(labels[axis]) for axis in AXES},
+                        neighbours=neighbours or [], environment=EnvironmentFacts(framework="DeepSpeed"),
+                        predictor="test", taxonomy_version="ddl-v1", model_id="test", related=related or [],
+                        diagnoses=found, signatures=list(normalise(issue).signatures))
+
+
+def _related(number: int, **update: object) -> RelatedIssue:
+    fields: dict[str, object] = dict(repo=REPO, number=number, title="An earlier report", state="closed",
+                                     state_reason="completed", closed_by="#3999", score=0.9,
+                                     created_at=datetime(2023, 1, 1, tzinfo=UTC))
+    return RelatedIssue.model_validate(fields | update)
+
+
+# ---------------------------------------------------------------- the policy: a pure function of the substance
+
+@pytest.mark.parametrize(("substance", "reason"), [(Substance(next_step=True), NEXT_STEP),
+                                                   (Substance(precedents=1), PRECEDENT),
+                                                   (Substance(asked_before=1), ASKED_BEFORE)])
+def test_each_reason_alone_makes_a_comment(substance: Substance, reason: str) -> None:
+    assert substance.reasons == (reason,) and should_comment(substance, CommentPolicy())
+
+
+@pytest.mark.parametrize("substance", [Substance(), Substance(labels=4), Substance(asks=1), Substance(asks=2),
+                                       Substance(labels=2, asks=2)])
+def test_labels_and_asks_never_make_a_comment_on_their_own(substance: Substance) -> None:
+    assert substance.reasons == () and not should_comment(substance, CommentPolicy())
+    assert should_comment(substance, CommentPolicy(comment="always"))  # the repository's explicit choice
+
+
+def test_the_reasons_come_in_a_fixed_order_and_ride_with_labels_and_asks() -> None:
+    every = Substance(next_step=True, precedents=2, asked_before=1, labels=1, asks=1)
+    assert every.reasons == REASONS
+
+
+# ---------------------------------------------------------------- reasons read from a real plan
+
+def test_a_next_step_is_a_reason_and_the_plan_keeps_it(taxonomy: Taxonomy) -> None:
+    plan, comment = compose(ISSUE, _result(ISSUE), taxonomy, CommentPolicy())
+    assert plan.diagnosis is not None and plan.diagnosis.id == "device_side_assert"
+    assert plan.reasons == (NEXT_STEP,) and comment is not None and "**Next step:**" in comment
+
+
+def test_a_label_line_plus_asks_without_a_reason_is_silence(taxonomy: Taxonomy) -> None:
+    vague = Issue(id="v", repo=REPO, title="Training is slower than expected with ZeRO-3",
+                  body="Throughput is about half of what I get with ZeRO-2 on the same machine, and I do not know "
+                       "which setting causes it. Any idea what to look at?")
+    plan, comment = compose(vague, _result(vague, symptom="slow_performance", diagnoses=[]), taxonomy,
+                            CommentPolicy())
+    assert plan.reasons == () and comment is None
+    assert plan.rows  # the labels are there (marker, stored decision, GitHub labels), only not a reason
+
+
+def test_labels_stay_out_of_the_text_unless_the_repository_asks_for_them(taxonomy: Taxonomy) -> None:
+    result = _result(ISSUE)
+    _, plain = compose(ISSUE, result, taxonomy, CommentPolicy())
+    _, labelled = compose(ISSUE, result, taxonomy, CommentPolicy(comment_labels=True))
+    assert plain is not None and labelled is not None
+    assert "**Likely:**" not in plain and "**Likely:** CUDA or device error" in labelled
+    assert "symptom:device_error" in plain.splitlines()[0]  # the ids stay in the hidden marker
+
+
+def test_a_question_asked_and_answered_before_is_shown_as_such(taxonomy: Taxonomy) -> None:
+    question = Issue(id="q", repo=REPO, number=5001, created_at=OPENED,
+                     title="Which batch size does DeepSpeed use with a DataLoader?",
+                     body="Is train_batch_size the global batch or per GPU, and what should the DataLoader use?")
+    answered = _related(812, title="Meaning of train_batch_size with a DataLoader", closed_by=None, score=0.81)
+    unanswered = _related(813, state_reason="not_planned", closed_by=None, score=0.95)
+    later = _related(5100, score=0.97, created_at=datetime(2024, 7, 1, tzinfo=UTC))
+    far = _related(700, closed_by=None, score=0.7)
+    result = _result(question, kind="usage_question", symptom=None, diagnoses=[],
+                     related=[later, unanswered, answered, far])
+    plan, comment = compose(question, result, taxonomy, CommentPolicy())
+    assert plan.reasons == (ASKED_BEFORE,) and comment is not None
+    assert "**Asked before:** #812 Meaning of train\\_batch\\_size with a DataLoader (answered)" in comment
+    assert "#813" not in comment and "#5100" not in comment and "#700" not in comment
+    below = _result(question, kind="usage_question", symptom=None, diagnoses=[], related=[far])
+    assert compose(question, below, taxonomy, CommentPolicy())[1] is None  # below the question floor
+
+
+# ---------------------------------------------------------------- precedents: mechanism, time, the post's links
+
+def test_never_a_precedent_the_post_already_links_nor_one_opened_later(taxonomy: Taxonomy) -> None:
+    linked = _related(4100, signature=SIGNATURE)
+    later = _related(5200, signature=SIGNATURE, created_at=OPENED)  # opened at the same moment: not before
+    earlier = _related(4000, signature=SIGNATURE)
+    plan = plan_comment(_result(ISSUE, related=[linked, later, earlier]), taxonomy, CommentPolicy(), ISSUE)
+    assert [p.case_id for p in plan.precedents] == [f"{REPO}#4000"]
+    case = Neighbour(id=f"{REPO}#5300", url=f"https://github.com/{REPO}/issues/5300", type="issue", score=0.9,
+                     labels={"symptom": "device_error", "fix_pattern": "api_usage_correction"},
+                     signature=SIGNATURE, created_at=datetime(2025, 1, 1, tzinfo=UTC))
+    assert plan_comment(_result(ISSUE, neighbours=[case]), taxonomy, CommentPolicy(), ISSUE).precedents == []
+
+
+def test_another_repositorys_case_only_when_it_shares_the_error_exactly(taxonomy: Taxonomy) -> None:
+    def case(number: int, signature: str | None) -> Neighbour:
+        return Neighbour(id=f"hpcaitech/ColossalAI#{number}", url=f"https://github.com/hpcaitech/ColossalAI/issues/"
+                         f"{number}", type="issue", score=0.95, signature=signature,
+                         labels={"symptom": "device_error", "fix_pattern": "api_usage_correction"})
+    plan = plan_comment(_result(ISSUE, neighbours=[case(1, None), case(2, SIGNATURE)]), taxonomy, CommentPolicy(),
+                        ISSUE)
+    assert [p.case_id for p in plan.precedents] == ["hpcaitech/ColossalAI#2"]
+
+
+def test_each_precedent_says_how_it_ended_and_an_unresolved_one_only_as_a_possible_duplicate(
+        taxonomy: Taxonomy) -> None:
+    related = [_related(4001), _related(4002, state_reason="duplicate", duplicate_of=3900, closed_by=None),
+               _related(4003, state="open", state_reason=None, closed_by=None, signature=SIGNATURE, score=0.5),
+               _related(4004, state="open", state_reason=None, closed_by=None, score=0.9)]
+    plan = plan_comment(_result(ISSUE, related=related), taxonomy, CommentPolicy(), ISSUE)
+    how = {p.case_id.split("#")[1]: p.how for p in plan.precedents}
+    assert how == {"4003": "open: possible duplicate", "4001": "closed, fixed by #3999",
+                   "4002": "closed as a duplicate of #3900"}  # the open one without the error is not shown
+    unresolved = Neighbour(id=f"{REPO}#4005", url=f"https://github.com/{REPO}/issues/4005", type="issue", score=0.95,
+                           labels={"symptom": "device_error", "fix_pattern": "unresolved"})
+    assert plan_comment(_result(ISSUE, neighbours=[unresolved]), taxonomy, CommentPolicy(), ISSUE).precedents == []
+    sharing = unresolved.model_copy(update={"signature": SIGNATURE})
+    shown = plan_comment(_result(ISSUE, neighbours=[sharing]), taxonomy, CommentPolicy(), ISSUE).precedents
+    assert [p.how for p in shown] == ["CUDA or device error; not resolved: possible duplicate"]
+
+
+# ---------------------------------------------------------------- next steps that read the post
+
+def test_a_step_the_post_shows_done_gives_its_follow_up_or_nothing(taxonomy: Taxonomy) -> None:
+    done = ISSUE.model_copy(update={"body": ISSUE.body + "\nI already set CUDA_LAUNCH_BLOCKING=1: the failing "
+                                                         "call is the embedding lookup."})
+    plan, comment = compose(done, _result(done), taxonomy, CommentPolicy())
+    assert plan.diagnosis is not None and plan.diagnosis.next_step.startswith("With `CUDA_LAUNCH_BLOCKING=1`")
+    assert comment is not None and "Rerun with `CUDA_LAUNCH_BLOCKING=1`" not in comment
+    without_follow_up = [d.model_copy(update={"follow_up": None}) for d in _result(done).diagnoses]
+    plan, comment = compose(done, _result(done, diagnoses=without_follow_up), taxonomy, CommentPolicy())
+    assert plan.diagnosis is None and plan.reasons == () and comment is None
+
+
+def test_a_hang_already_located_to_a_function_is_not_told_to_locate_it(taxonomy: Taxonomy) -> None:
+    hang = Issue(id="h", repo=REPO, title="Training hangs after the first checkpoint save",
+                 body="On 2 nodes x 8 GPUs every rank stops after saving step 1000. I added prints: it hangs in "
+                      "`torch.distributed.barrier()` inside save_checkpoint on ranks 1-15 while rank 0 is still "
+                      "writing. NCCL_DEBUG=INFO shows nothing unusual.")
+    plan = plan_comment(_result(hang, symptom="hang_timeout"), taxonomy, CommentPolicy(), hang)
+    assert plan.diagnosis is not None and plan.diagnosis.id == "hang_reported"
+    assert "py-spy dump --pid" not in plan.diagnosis.next_step and "already shows where it waits" in (
+        plan.diagnosis.next_step)
+    assert "nccl_debug" not in plan.asks and "stack_dump" not in plan.asks
+
+
+def test_no_label_line_contradicts_the_diagnosis_shown(taxonomy: Taxonomy) -> None:
+    killed = Issue(id="k", repo=REPO, title="Training dies with exit code -9 while loading the dataset",
+                   body="The launcher reports `exitcode: -9` on node 0 a few minutes into loading a 200 GB dataset "
+                        "with 16 DataLoader workers; nothing else is printed.")
+    result = _result(killed, symptom="segmentation_fault", stage="inference")
+    assert result.diagnoses[0].id == "sigkill_host_oom"
+    _, comment = compose(killed, result, taxonomy, CommentPolicy(comment_labels=True))
+    assert comment is not None and "crash in native code" not in comment and "stage: inference" not in comment
+    native = Neighbour(id=f"{REPO}#10", url=f"https://github.com/{REPO}/issues/10", type="issue", score=0.95,
+                       labels={"symptom": "segmentation_fault", "fix_pattern": "version_dependency_management"})
+    plan = plan_comment(_result(killed, symptom=None, neighbours=[native]), taxonomy, CommentPolicy(), killed)
+    assert plan.precedents == []  # a labelled case of another failure beside the OOM-killer reading
+
+
+def test_a_bare_signal_is_not_the_same_error_and_a_later_number_is_a_later_issue(taxonomy: Taxonomy) -> None:
+    killed = Issue(id="k", repo=REPO, number=3000, title="Rank 3 dies with SIGKILL during the first epoch",
+                   body="The launcher prints `Signal 9 (SIGKILL) received by PID 4242` and the job ends; 4 x A100.")
+    signals = [s for s in normalise(killed).signatures if s.kind == "signal"]
+    assert signals, "the post shows a bare signal"
+    case = Neighbour(id=f"{REPO}#2000", url=f"https://github.com/{REPO}/issues/2000", type="issue", score=0.5,
+                     labels={"symptom": "out_of_memory", "fix_pattern": "distributed_feature_tuning"},
+                     signature=signals[0].text)
+    result = _result(killed, symptom="out_of_memory", diagnoses=[], neighbours=[case])
+    assert plan_comment(result, taxonomy, CommentPolicy(), killed).precedents == []
+    fixed = _related(3100, signature="RuntimeError: CUDA error: out of memory", created_at=None)
+    earlier = _related(2900, signature="RuntimeError: CUDA error: out of memory", created_at=None)
+    plan = plan_comment(_result(killed, related=[fixed, earlier], diagnoses=[]), taxonomy, CommentPolicy(), killed)
+    assert [p.case_id for p in plan.precedents] == [f"{REPO}#2900"]  # #3100 was opened after #3000
+
+
+def test_an_unresolved_labelled_case_needs_the_error_and_the_floor(taxonomy: Taxonomy) -> None:
+    far = Neighbour(id=f"{REPO}#4006", url=f"https://github.com/{REPO}/issues/4006", type="issue", score=0.5,
+                    labels={"symptom": "device_error", "fix_pattern": "unresolved"}, signature=SIGNATURE)
+    assert plan_comment(_result(ISSUE, neighbours=[far]), taxonomy, CommentPolicy(), ISSUE).precedents == []
+    resolved = far.model_copy(update={"labels": {"symptom": "device_error", "fix_pattern": "api_usage_correction"}})
+    assert len(plan_comment(_result(ISSUE, neighbours=[resolved]), taxonomy, CommentPolicy(), ISSUE).precedents) == 1
+
+
+def test_beside_a_next_step_only_what_it_needs_is_asked(taxonomy: Taxonomy) -> None:
+    killed = Issue(id="k2", repo=REPO, title="Training dies with exit code -9",
+                   body="The launcher reports `exitcode: -9` on node 0 while loading the dataset; nothing else.")
+    plan = plan_comment(_result(killed, symptom="segmentation_fault"), taxonomy, CommentPolicy(), killed)
+    assert plan.diagnosis is not None and plan.diagnosis.id == "sigkill_host_oom"
+    assert plan.asks == []  # the step says to read dmesg; `ds_report` would not change it
+
+
+def test_a_possible_duplicate_is_of_the_same_repository_and_the_issue_number_may_come_from_its_id(
+        taxonomy: Taxonomy) -> None:
+    other = Neighbour(id="NVIDIA/Megatron-LM#77", url="https://github.com/NVIDIA/Megatron-LM/issues/77",
+                      type="issue", score=0.95, labels={"symptom": "device_error", "fix_pattern": "unresolved"},
+                      signature=SIGNATURE)
+    assert plan_comment(_result(ISSUE, neighbours=[other]), taxonomy, CommentPolicy(), ISSUE).precedents == []
+    batch_line = ISSUE.model_copy(update={"id": f"{REPO}#5000", "number": None, "created_at": None})
+    later = _related(5001, signature=SIGNATURE, created_at=None)
+    plan = plan_comment(_result(batch_line, related=[later, _related(4999, signature=SIGNATURE)]), taxonomy,
+                        CommentPolicy(), batch_line)
+    assert [p.case_id for p in plan.precedents] == [f"{REPO}#4999"]

@@ -1,0 +1,72 @@
+"""Next steps that read the post (issue #21): an entry's optional `done_when` recognises a post that shows its
+next step already done, and its `follow_up` is shown instead, or nothing. Texts written for these tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot.diagnostics import diagnose, load_diagnostics, load_diagnostics_file
+from bot.errors import ConfigError
+
+# entry: (a post that shows the step done, a near miss that does not, the framework)
+DONE: dict[str, tuple[tuple[str, str], tuple[str, str], str | None]] = {
+    "device_side_assert": (
+        ("Embedding lookup fails", "RuntimeError: CUDA error: device-side assert triggered\nI re-ran with "
+         "CUDA_LAUNCH_BLOCKING=1 and the traceback now stops in the embedding."),
+        ("Embedding lookup fails", "RuntimeError: CUDA error: device-side assert triggered\nCUDA kernel errors might "
+         "be asynchronously reported. For debugging consider passing CUDA_LAUNCH_BLOCKING=1."), None),
+    "illegal_memory_access": (
+        ("Crash in fused attention", "```\nCUDA_LAUNCH_BLOCKING=1 deepspeed train.py\n```\nRuntimeError: CUDA "
+         "error: an illegal memory access was encountered"),
+        ("Crash in fused attention", "RuntimeError: CUDA error: an illegal memory access was encountered"), None),
+    "hang_reported": (
+        ("Training hangs after eval", "Every rank is stuck in `dist.all_gather()` right after evaluation."),
+        ("Training hangs after eval", "Every rank stops printing right after evaluation; GPUs at 100%."), None),
+    "nccl_watchdog_timeout": (
+        ("NCCL timeout at step 5000", "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=812, "
+         "OpType=ALLREDUCE)\npy-spy dump on rank 3:\nThread 4242 (active): \"MainThread\""),
+        ("NCCL timeout at step 5000", "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=812, "
+         "OpType=ALLREDUCE)"), None),
+    "segmentation_fault": (
+        ("Segfault in the optimizer", "Segmentation fault (core dumped)\nWith faulthandler:\nCurrent thread "
+         "0x00007f3a (most recent call first):\n  File \"adam.py\", line 12 in step"),
+        ("Segfault in the optimizer", "Segmentation fault (core dumped) right at the first optimizer step."), None),
+    "sigkill_host_oom": (
+        ("Process killed while loading", "exitcode: -9\ndmesg: Out of memory: Killed process 5150 (python)"),
+        ("Process killed while loading", "The launcher says exitcode: -9 after five minutes."), None),
+    "nccl_system_error": (
+        ("NCCL error at init", "ncclSystemError: unhandled system error\nNCCL WARN socketStartConnect: Connect to "
+         "10.0.0.2<4301> failed"),
+        ("NCCL error at init", "ncclSystemError: unhandled system error on every rank."), None),
+}
+
+
+@pytest.mark.parametrize("entry_id", sorted(DONE))
+def test_a_post_that_did_the_step_gets_the_follow_up_and_one_that_did_not_the_step(entry_id: str) -> None:
+    (title, body), (near_title, near_body), framework = DONE[entry_id]
+    entry = load_diagnostics().entry(entry_id)
+    shown = {d.id: d for d in diagnose(title, body, framework=framework, kind="bug_report")}
+    assert shown[entry_id].done and shown[entry_id].follow_up == entry.follow_up
+    near = {d.id: d for d in diagnose(near_title, near_body, framework=framework, kind="bug_report")}
+    assert not near[entry_id].done and near[entry_id].next_step == entry.next_step
+
+
+def test_follow_ups_are_one_line_and_differ_from_the_step_they_follow() -> None:
+    with_follow_up = [e for e in load_diagnostics().entries if e.follow_up]
+    assert {e.id for e in with_follow_up} >= set(DONE)
+    assert all(e.follow_up != e.next_step and "\n" not in (e.follow_up or "") for e in with_follow_up)
+
+
+def test_a_follow_up_without_done_when_is_refused_naming_the_entry(tmp_path: Path) -> None:
+    entry = {"id": "made_up", "title": "Made up", "patterns": ["made up error"], "symptoms": ["api_exception"],
+             "reading": "A reading.", "next_step": "A step.", "follow_up": "The step after."}
+    path = tmp_path / "diagnostics.yaml"
+    path.write_text(yaml.safe_dump({"version": "t", "taxonomy": "ddl-v1", "entries": [entry]}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"entry 'made_up' \(entries\[0\]\).*`follow_up` needs `done_when`"):
+        load_diagnostics_file(path)
+    path.write_text(yaml.safe_dump({"version": "t", "taxonomy": "ddl-v1", "entries": [
+        {**entry, "done_when": ["made up (fix|workaround) applied"]}]}), encoding="utf-8")
+    assert load_diagnostics_file(path).entry("made_up").follow_up == "The step after."

@@ -8,7 +8,7 @@ import time
 from dataclasses import replace
 
 from bot.comment import compose, silence_reason
-from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
+from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING, Substance
 from bot.decision import Plan, plan_response
 from bot.repo_config import RepoConfig
 from bot.service.github.models import IssueSnapshot, PostedComment, WebhookEvent
@@ -18,6 +18,7 @@ from bot.service.handlers.issue_lifecycle import remember_from_delivery
 from bot.service.handlers.recall import recall
 from bot.service.handlers.router import Router
 from bot.service.queue.jobs import Decision
+from bot.service.review.html_cache import keep_html
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +59,11 @@ def triage_issue(ctx: JobContext, event: WebhookEvent, *, requested: bool = Fals
     plan = plan_response(recalled.result, config, ctx.state.store.corrections(event.repo, event.number),
                          service_shadow=ctx.shadow, can_post=ctx.client is not None)
     plan = replace(plan, result=plan.result.model_copy(update={"repo_labels": recalled.repo_labels}))
-    body, silence = _comment(ctx, config, snapshot, event, plan, requested=requested)
+    body, silence, reasons = _comment(ctx, config, snapshot, event, plan, requested=requested)
     wanted = plan.labels + ([n for n, _ in recalled.repo_labels] if config.labels.enabled else [])
     posted, added = _carry_out(ctx, event, plan, body, wanted, snapshot.labels)
     outcome = silence or _posted_outcome(posted)
-    _save(ctx, event, plan, body, posted, added, outcome)
+    _save(ctx, event, plan, body, posted, added, outcome, (snapshot.issue.title, reasons))
     ctx.state.metrics.comments.labels(outcome=COMMENT_METRIC[outcome]).inc()
     return outcome
 
@@ -84,8 +85,8 @@ def _carry_out(ctx: JobContext, event: WebhookEvent, plan: Plan, body: str | Non
 
 
 def _comment(ctx: JobContext, config: RepoConfig, snapshot: IssueSnapshot, event: WebhookEvent, plan: Plan, *,
-             requested: bool) -> tuple[str | None, str | None]:
-    """The comment's markdown (None: silent) and, when silent, why (a `silent: ...` outcome)."""
+             requested: bool) -> tuple[str | None, str | None, list[str]]:
+    """The comment's markdown (None: silent), when silent why (a `silent: ...` outcome), and what it adds."""
     policy = config.comment_policy(ctx.engine.settings)
     if requested:
         policy = policy.model_copy(update={"comment_on_members": True})
@@ -93,9 +94,18 @@ def _comment(ctx: JobContext, config: RepoConfig, snapshot: IssueSnapshot, event
     association = snapshot.author_association or event.author_association
     comment_plan, body = compose(snapshot.issue, plan.result, ctx.engine.taxonomy, policy,
                                  author_association=association, chat=ctx.state.chat)
+    reasons = spoke_for(comment_plan.substance)
     if body is not None:
-        return body, None
-    return None, silence_reason(comment_plan.substance, policy, association)
+        return body, None, reasons
+    return None, silence_reason(comment_plan.substance, policy, association), reasons
+
+
+def spoke_for(substance: Substance) -> list[str]:
+    """What the comment adds beyond labels, in words (the review page's "why it spoke")."""
+    parts = [(substance.precedents, "precedent", "precedents"), (substance.diagnoses, "diagnosis", "diagnoses"),
+             (substance.asks, "question for the reporter", "questions for the reporter")]
+    words = [f"{n} {one if n == 1 else many}" for n, one, many in parts if n]
+    return words + (["a confident symptom"] if substance.confident_symptom else [])
 
 
 def _posted_outcome(posted: PostedComment | None) -> str:
@@ -107,14 +117,16 @@ def _posted_outcome(posted: PostedComment | None) -> str:
 
 
 def _save(ctx: JobContext, event: WebhookEvent, plan: Plan, body: str | None, posted: PostedComment | None,
-          added: list[str], outcome: str) -> None:
+          added: list[str], outcome: str, about: tuple[str, list[str]]) -> None:
     """The decision, stored whether or not anything was posted (shown at /decisions, kept for audit)."""
     result = plan.result
-    ctx.state.store.save_decision(Decision(
+    decision = Decision(
         delivery_id=ctx.delivery_id, repo=event.repo, number=event.number, event=event.event,
         action=event.action, shadow=plan.shadow, posted=posted is not None,
         comment_id=posted.id if posted else None, labels_added=added,
         predictions={axis: p.model_dump() for axis, p in result.predictions.items()},
         neighbours=[{"id": n.id, "url": n.url, "score": round(n.score, 4)} for n in result.neighbours],
         related=[r.model_dump() for r in result.related], repo_labels=result.repo_labels,
-        comment=body, outcome=outcome))
+        comment=body, outcome=outcome, title=about[0], reasons=about[1])
+    ctx.state.store.save_decision(decision)
+    keep_html(ctx.state.store, [decision])  # the review page's queue reads it rendered

@@ -40,3 +40,6 @@ class Decision(BaseModel):
     comment: str | None = None  # the markdown posted (or, in shadow mode, that would be); None: silent
     outcome: str = ""  # what the job did: "comment created", "silent: nothing to add", ...
     created_at: float = 0.0
+    title: str = ""  # the title when it was triaged (the review page's queue)
+    reasons: list[str] = []  # what the comment adds beyond labels: why it spoke ("2 precedents", ...)
+    approved_by: str | None = None  # who posted this shadow decision's comment from the review page

@@ -34,7 +34,7 @@ def review(app_settings: Settings, github: FakeGitHub, private_engine: Engine) -
     with browser(review_settings(app_settings, github), private_engine) as client:
         assert deliver(client, issue_payload(github)).status_code == 202
         assert deliver(client, other_repo_payload(github)).status_code == 202
-        assert wait_idle(client) == {"done": 2}
+        assert wait_idle(client, timeout=300) == {"done": 2}
         yield client
 
 
@@ -90,7 +90,7 @@ def test_a_role_taken_away_is_seen_at_the_next_check(app_settings: Settings, git
                                                      private_engine: Engine) -> None:
     with browser(review_settings(app_settings, github, review_recheck_s=0.0), private_engine) as client:
         assert deliver(client, issue_payload(github)).status_code == 202
-        wait_idle(client)
+        wait_idle(client, timeout=300)
         sign_in_with_github(client, github, ALICE)
         assert client.get(f"/review/{REPO}").status_code == 200
         github.repos[REPO].permissions[ALICE] = "read"
@@ -149,7 +149,7 @@ def test_post_puts_one_comment_on_the_issue_however_often_it_is_clicked(review: 
         answer = review.post(f"/review/{REPO}/post", data={"csrf": csrf_of(queue.text), "decision": decision},
                              follow_redirects=False)
         assert answer.status_code == 303
-    wait_idle(review)
+    wait_idle(review, timeout=300)
     comments = github.bot_comments(REPO, 42)
     stored = records.decision(state_of(review).store, decision)
     assert len(comments) == 1 and stored is not None and stored.posted and stored.approved_by == ALICE
@@ -186,7 +186,7 @@ def test_useful_ratings_are_stored_per_person_and_counted_in_the_summary(review:
     csrf = csrf_of(review.get(f"/review/{REPO}").text)
     decision = decision_id(review, REPO)
     review.post(f"/review/{REPO}/post", data={"csrf": csrf, "decision": decision})
-    wait_idle(review)
+    wait_idle(review, timeout=300)
     for useful in ("0", "1"):  # a person's later rating replaces their earlier one
         assert review.post(f"/review/{REPO}/rate", data={"csrf": csrf, "decision": decision, "useful": useful},
                            follow_redirects=False).status_code == 303
@@ -208,7 +208,10 @@ def test_the_queue_filters_by_outcome_and_by_axis_value(review: TestClient, gith
 
 
 def test_the_comment_is_rendered_as_markdown_and_sanitised() -> None:
-    html = render_markdown("**bold** <sub>small</sub> <script>alert(1)</script> [x](javascript:alert(1)) "
-                           "<img src=x onerror=alert(1)>\n\n| a | b |\n|---|---|\n| 1 | 2 |\n<!-- ddl-triage v1 -->")
+    html = render_markdown("<!-- ddl-triage v1 -->\n**bold** <sub>small</sub> <script>alert(1)</script> "
+                           "[x](javascript:alert(1)) <a href='javascript:alert(2)'>y</a> <img src=x onerror=alert(3)> "
+                           "[ok](https://github.com/o/r/issues/1)\n\n| a | b |\n|---|---|\n| 1 | 2 |\n")
     assert "<strong>bold</strong>" in html and "<sub>small</sub>" in html and "<table>" in html
-    assert "<script" not in html and "javascript:" not in html and "onerror" not in html and "<!--" not in html
+    assert '<a href="https://github.com/o/r/issues/1" rel="noopener noreferrer nofollow">ok</a>' in html
+    assert "<script" not in html and "alert(1)</" not in html and 'href="javascript' not in html
+    assert "onerror" not in html and "<!--" not in html

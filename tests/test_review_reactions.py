@@ -37,7 +37,7 @@ def test_a_thumb_from_a_maintainer_counts_and_one_from_a_reader_does_not(
         app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
     with running_service(app_settings, engine) as client:
         deliver(client, issue_payload(github))
-        wait_idle(client)
+        wait_idle(client, timeout=300)
         (comment,) = github.bot_comments(REPO, 42)
         github.react(comment["id"], ALICE, "+1")
         github.react(comment["id"], BOB, "-1")
@@ -63,7 +63,7 @@ def test_reads_stay_within_the_budget_of_the_hour_and_skip_comments_older_than_1
     with running_service(app_settings.model_copy(update={"reactions_per_hour": 1}), engine) as client:
         deliver(client, issue_payload(github, number=42))
         deliver(client, issue_payload(github, number=43))
-        wait_idle(client)
+        wait_idle(client, timeout=300)
         assert len(github.bot_comments(REPO, 42)) == len(github.bot_comments(REPO, 43)) == 1
         state = state_of(client)
         now = time.time()

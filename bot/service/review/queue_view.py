@@ -12,13 +12,14 @@ from bot.service.review.view import OUTCOMES, matches, row_of
 from bot.service.state import ServiceState
 from bot.settings import AXES
 
-SCAN = 5000  # the latest decisions a filter looks through
+SCAN = 2000  # the latest decisions a filter looks through
 
 
 def queue_context(state: ServiceState, repo: str, outcome: str, axis: str, value: str, limit: int
                   ) -> dict[str, Any]:
     store = state.store
-    decisions = store.decisions(SCAN, repo)
+    filtered = bool(outcome or axis)
+    decisions = records.latest_decisions(store, repo, SCAN if filtered else limit)
     silent_reasons = sorted({d.outcome for d in decisions if d.outcome.startswith("silent:")})
     axis = axis if axis in AXES else ""
     chosen = [d for d in decisions if matches(d, outcome or None, axis or None, value or None)][:limit]
@@ -30,7 +31,8 @@ def queue_context(state: ServiceState, repo: str, outcome: str, axis: str, value
     rows = [row_of(d, state.settings.github_api_url, ratings.get(d.delivery_id), corrected.get(d.number, {}),
                    html.get(d.delivery_id)) for d in chosen]
     taxonomy = review_taxonomy(state.settings.taxonomy)
-    return {"rows": rows, "total": len(decisions), "outcomes": OUTCOMES, "silent_reasons": silent_reasons,
+    return {"rows": rows, "total": records.count_decisions(store, repo), "outcomes": OUTCOMES,
+            "silent_reasons": silent_reasons,
             "axes": AXES, "values": {a: list(taxonomy.ids(a)) for a in AXES},
             "filters": {"outcome": outcome, "axis": axis, "value": value, "limit": limit},
             "can_post": state.github is not None}
@@ -38,7 +40,7 @@ def queue_context(state: ServiceState, repo: str, outcome: str, axis: str, value
 
 def summary_context(state: ServiceState, repo: str) -> dict[str, Any]:
     store = state.store
-    decisions = store.decisions(1_000_000, repo)
+    decisions = records.latest_decisions(store, repo, 1_000_000)
     summary = summarise(decisions, records.ratings(store, repo), records.corrections_of(store, repo))
     backtest = records.latest_backtest(store, repo)
     return {"summary": summary, "plot": agreement_svg(summary),

@@ -38,6 +38,19 @@ def decision(store: Store, delivery_id: str) -> Decision | None:
     return Decision.model_validate_json(row[1]).model_copy(update={"created_at": float(row[0])})
 
 
+def latest_decisions(store: Store, repo: str, limit: int) -> list[Decision]:
+    """A repository's latest decisions, newest first, each with the time it was stored."""
+    with store.transaction() as run:
+        rows = run("SELECT created_at, decision FROM decisions WHERE repo = ? ORDER BY created_at DESC LIMIT ?",
+                   (repo, limit)).fetchall()
+    return [Decision.model_validate_json(raw).model_copy(update={"created_at": float(at)}) for at, raw in rows]
+
+
+def count_decisions(store: Store, repo: str) -> int:
+    with store.transaction() as run:
+        return int(run("SELECT COUNT(*) FROM decisions WHERE repo = ?", (repo,)).fetchone()[0])
+
+
 def replace_decision(store: Store, updated: Decision) -> None:
     """Store a decision's new state (posted from the page), keeping its time in the queue."""
     with store.transaction() as run:

@@ -17,6 +17,7 @@ from bot.service.review.records import Rating
 # The outcome filter: what a decision did, by the queue's words.
 POSTED, SHADOW, SILENT = "posted", "shadow", "silent"
 OUTCOMES = {POSTED: "posted", SHADOW: "would post (shadow)", SILENT: "silent"}
+PRECEDENTS = 5  # the nearest labelled cases listed under a decision (the comment shows those it cites)
 
 
 @cache
@@ -74,15 +75,18 @@ class Row(BaseModel):
 def row_of(decision: Decision, api_url: str, rating: Rating | None, corrections: dict[str, str],
            html: str | None) -> Row:
     """`html`: the comment rendered (`html_cache.py`); None when the decision stayed silent."""
-    labels = [LabelShown(axis=axis, label=_str(p.get("label")), confidence=float(p.get("confidence") or 0.0),  # type: ignore[arg-type]
-                         corrected=bool(p.get("corrected")))
+    # Built without validation (model_construct): every value is read from a stored decision, typed here.
+    labels = [LabelShown.model_construct(axis=axis, label=_str(p.get("label")),
+                                         confidence=float(p.get("confidence") or 0.0),  # type: ignore[arg-type]
+                                         corrected=bool(p.get("corrected")))
               for axis, p in decision.predictions.items()]
-    return Row(delivery_id=decision.delivery_id, repo=decision.repo, number=decision.number,
+    return Row.model_construct(delivery_id=decision.delivery_id, repo=decision.repo, number=decision.number,
                title=decision.title or f"issue #{decision.number}",
                url=issue_html_url(api_url, decision.repo, decision.number), created_at=decision.created_at,
                outcome=outcome_of(decision), detail=decision.outcome,
                comment_html=html if decision.comment is not None else None,
-               reasons=decision.reasons, labels=labels, precedents=decision.neighbours, related=decision.related,
+               reasons=decision.reasons, labels=labels, precedents=decision.neighbours[:PRECEDENTS],
+               related=decision.related,
                rating=rating or Rating(), approved_by=decision.approved_by, corrections=corrections)
 
 

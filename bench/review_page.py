@@ -93,6 +93,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--decisions", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--screenshot", type=Path, help="also save the summary of the synthetic decisions as a PNG "
+                        "(headless Chromium, Debian's chromium + chromium-driver)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(state_dir=Path(tmp), database_url=f"sqlite:///{tmp}/service.sqlite3", shadow=True,
@@ -114,6 +116,8 @@ def main() -> None:
                 assert client.get(f"/review/{REPO}/summary").status_code == 200
 
             queue_times, summary_times = timed(queue, args.repeat), timed(summary, args.repeat)
+            if args.screenshot:
+                screenshot(settings, args.screenshot)
         bare = FastAPI()
         bare.get("/")(lambda: HTMLResponse("<!doctype html><title>bare</title><p>bare page</p>"))
         with TestClient(bare) as client:
@@ -124,6 +128,40 @@ def main() -> None:
                                        (f"/review summary, {args.decisions} decisions", summary_times),
                                        ("bare FastAPI page", bare_times)):
         print(f"{name:<40} {first:>10.3f} {median:>11.3f} {cpu:>15.3f}")
+
+
+def screenshot(settings: Settings, out: Path) -> None:
+    """The summary page of the synthetic decisions, served by uvicorn and read by headless Chromium."""
+    import threading
+
+    import uvicorn
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    server = uvicorn.Server(uvicorn.Config(create_app(settings, options=ServiceOptions(run_worker=False)),
+                                           host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1400"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(executable_path="/usr/bin/chromedriver"))
+    try:
+        driver.get(f"http://127.0.0.1:{port}/review/login")
+        driver.find_element(By.NAME, "token").send_keys(TOKEN)
+        driver.find_element(By.NAME, "token").submit()
+        driver.get(f"http://127.0.0.1:{port}/review/{REPO}/summary")
+        driver.find_element(By.ID, "plot")
+        driver.save_screenshot(str(out))
+    finally:
+        driver.quit()
+        server.should_exit = True
+        thread.join()
 
 
 if __name__ == "__main__":

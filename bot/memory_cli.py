@@ -158,4 +158,17 @@ def backtest(
     finally:
         store.close()
     paths = write_report(result, out)
+    _keep_for_review(settings, repo, result.summary())
     typer.echo(f"{repo}: {result.replayed} issues replayed -> {', '.join(str(p) for p in paths)}")
+
+
+def _keep_for_review(settings: Settings, repo: str, summary: dict[str, object]) -> None:
+    """The backtest's table, kept in the service database for the review page's summary (`/review`)."""
+    from bot.service.queue.store import Store
+    from bot.service.review.records import save_backtest
+
+    store = Store(settings.sqlite_url)
+    try:
+        save_backtest(store, repo, summary)
+    finally:
+        store.close()

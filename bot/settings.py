@@ -69,6 +69,18 @@ class Settings(BaseSettings):
     # Readiness fails ("stalled") when a due job has waited this long while no job runs (the workers beat but
     # take nothing); a backlog that is being worked through is not a stall.
     queue_stall_s: float = 600.0
+    # The review page (`/review`): off (404) unless the App's OAuth client (id and secret) or the ops token is set.
+    # Users sign in with GitHub through the App's own OAuth (a user-to-server token); the ops token signs an
+    # operator in to every repository.
+    github_oauth_client_id: SecretStr | None = None
+    github_oauth_client_secret: SecretStr | None = None
+    github_web_url: str = "https://github.com"  # where /login/oauth/authorize lives (GitHub Enterprise: its host)
+    review_session_hours: float = 8.0
+    review_recheck_s: float = 600.0  # a user's roles are read again with their token after this long
+    # +1 / -1 reactions on the bot's comments count as Useful / Not useful: comments younger than this are read,
+    # at most this many a hour (each read is one API request of the installation's budget).
+    reactions_max_age_days: float = 14.0
+    reactions_per_hour: int = Field(default=120, ge=0)
     retention_days: float = 30.0  # finished jobs, their deliveries, and decisions older than this are deleted
     # `serve`'s worker processes run at this niceness: on a busy machine the acknowledgements come first.
     worker_niceness: int = Field(default=19, ge=0, le=19)

@@ -125,6 +125,12 @@ class FakeGitHub:
         self._rate: list[float] | None = None  # [requests left, reset time] (see `limit_rate`)
         self._lock = threading.Lock()
         self._next_id = 1000
+        # The OAuth of the App (sign-in with GitHub): its client, who is signed in to the fake's web pages (the
+        # authorize page answers as them), the codes it handed out and the user tokens they were exchanged for.
+        self.oauth_client = ("Iv1.fake-client-id", "fake-client-secret")
+        self.browser_user: str | None = None
+        self.oauth_codes: dict[str, tuple[str, str]] = {}  # code -> (login, redirect_uri)
+        self.user_tokens: dict[str, str] = {}  # token -> login
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
@@ -268,8 +274,8 @@ class FakeGitHub:
         return [c for c in self.comments_on(repo, number) if c["user"]["login"] == BOT_LOGIN]
 
     def writes(self) -> list[Recorded]:
-        """Every request that is not a read, App token requests excepted."""
-        return [r for r in self.requests if r.method != "GET" and not r.path.startswith("/app/")]
+        """Every request that is not a read, App and OAuth token requests excepted."""
+        return [r for r in self.requests if r.method != "GET" and not r.path.startswith(("/app/", "/login/oauth/"))]
 
     def assert_nothing_destructive(self) -> None:
         """No DELETE, no edit of an issue (its state, title, body or labels), ever."""
@@ -293,6 +299,10 @@ class FakeGitHub:
                        "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.")
             return status, headers, {"message": message[0] if message else default}
         parts = path.strip("/").split("/")
+        if parts[:2] == ["login", "oauth"] and len(parts) == 3:
+            return self._oauth(parts[2], method, query, body)
+        if auth.partition(" ")[2] in self.user_tokens:
+            return self._as_user(self.user_tokens[auth.partition(" ")[2]], method, parts)
         if parts[:2] == ["app", "installations"] and method == "POST":
             return self._access_token(int(parts[2]), auth)
         if parts[:3] == ["app", "hook", "deliveries"]:
@@ -326,6 +336,47 @@ class FakeGitHub:
         """An installation listed in `installations` reaches only its own repositories."""
         names = self.installations.get(self.tokens[auth.partition(" ")[2]])
         return names is None or full_name in names
+    def _oauth(self, step: str, method: str, query: str, body: Any) -> tuple[int, dict[str, str], Any]:
+        """GET /login/oauth/authorize (the browser: straight back to redirect_uri with a code, as the signed-in
+        `browser_user` who has authorised the App before) and POST /login/oauth/access_token (the code for a
+        user-to-server token)."""
+        params = dict(parse_qsl(query))
+        if step == "authorize" and method == "GET":
+            if params.get("client_id") != self.oauth_client[0] or self.browser_user is None:
+                return 404, {}, {"message": "unknown client or nobody signed in"}
+            code = uuid.uuid4().hex
+            self.oauth_codes[code] = (self.browser_user, params.get("redirect_uri", ""))
+            target = f"{params.get('redirect_uri', '')}?{urlencode({'code': code, 'state': params.get('state', '')})}"
+            return 302, {"Location": target}, {}
+        if step == "access_token" and method == "POST":
+            given = body if isinstance(body, dict) else {}
+            if (given.get("client_id"), given.get("client_secret")) != self.oauth_client:
+                return 200, {}, {"error": "incorrect_client_credentials"}
+            found = self.oauth_codes.pop(str(given.get("code")), None)  # a code is good once
+            if found is None or given.get("redirect_uri", found[1]) != found[1]:
+                return 200, {}, {"error": "bad_verification_code"}
+            token = f"ghu_{uuid.uuid4().hex}"
+            self.user_tokens[token] = found[0]
+            return 200, {}, {"access_token": token, "token_type": "bearer", "scope": ""}
+        return 404, {}, {"message": "Not Found"}
+
+    def _as_user(self, login: str, method: str, parts: list[str]) -> tuple[int, dict[str, str], Any]:
+        """What a user-to-server token may read here: GET /user and a collaborator's role on a repository."""
+        if method == "GET" and parts == ["user"]:
+            return 200, {}, {"login": login, "id": abs(hash(login)) % 10**6, "type": "User"}
+        if (method == "GET" and len(parts) == 6 and parts[0] == "repos" and parts[3] == "collaborators"
+                and parts[5] == "permission" and "/".join(parts[1:3]) in self.repos):
+            return self._repo_route(self.repos["/".join(parts[1:3])], method, parts[3:], None)
+        return 404, {}, {"message": "Not Found"}
+
+    def react(self, comment_id: int, login: str, content: str) -> None:
+        """A reaction ("+1", "-1", "heart", ...) by `login` on a comment."""
+        with self._lock:
+            self._next_id += 1
+            reaction_id = self._next_id
+        self.comments[comment_id].setdefault("_reactions", []).append(
+            {"id": reaction_id, "content": content, "user": {"login": login, "type": "User"},
+             "created_at": "2024-05-02T12:00:00Z"})
 
     def _token_ok(self, auth: str) -> bool:
         scheme, _, token = auth.partition(" ")
@@ -355,6 +406,8 @@ class FakeGitHub:
                              "user": {"login": rest[1], "type": "User"}}
         if route == ("GET", "issues", "comments", "{n}") and int(rest[2]) in self.comments:
             return 200, {}, _public(self.comments[int(rest[2])])
+        if route == ("GET", "issues", "comments", "{n}", "reactions") and int(rest[2]) in self.comments:
+            return 200, {}, list(self.comments[int(rest[2])].get("_reactions", []))
         if route == ("PATCH", "issues", "comments", "{n}") and int(rest[2]) in self.comments:
             comment = self.comments[int(rest[2])]
             comment["body"] = body["body"]

@@ -16,6 +16,8 @@ import pytest
 from bot.engine import Engine
 from bot.memory.labels import LabelModel
 from bot.memory.store import MemoryIssue, MemoryStore
+from bot.service.queue.store import Store
+from bot.service.review.records import latest_backtest
 from bot.settings import Settings
 from tests.fake_github import REPO, FakeGitHub, github_holding
 from tests.memory_helpers import listing_pages
@@ -64,6 +66,10 @@ def test_history_sync_resumes_after_a_limit_and_backtest_writes_its_report_witho
     assert data["replayed"] == 60 and len(data["issues"]) == 60
     assert data["duplicates"] == sum(i["duplicate_of"] is not None for i in data["issues"])
     assert (out / "related.png").stat().st_size > 0
+    service = Store(f"sqlite:///{db}")  # kept for the review page's summary too
+    kept = latest_backtest(service, REPO)
+    service.close()
+    assert kept is not None and kept[1]["replayed"] == 60 and "issues" not in kept[1]
 
 
 def test_history_sync_without_credentials_says_which_variables_to_set(

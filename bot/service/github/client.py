@@ -120,6 +120,15 @@ class InstallationClient:
         except NotFound:
             return None
 
+    def reactions(self, repo: str, comment_id: int) -> list[tuple[str, str]]:
+        """(login, content) of every reaction on a comment ("+1", "-1", "heart", ...): one request (a page of
+        100; the bot's comments gather a handful)."""
+        with github_errors(f"reactions on comment {comment_id} of {repo}"):
+            _headers, data = self._gh.requester.requestJsonAndCheck(
+                "GET", f"/repos/{repo}/issues/comments/{comment_id}/reactions", parameters={"per_page": 100})
+        return [(str((r.get("user") or {}).get("login") or ""), str(r.get("content") or ""))
+                for r in data if isinstance(r, dict)] if isinstance(data, list) else []
+
     # --- the repository memory's reads (history sync, live updates, installation repositories) -------------
 
     def list_issues_page(self, repo: str, page: int, per_page: int = 100, since: datetime | None = None

@@ -11,11 +11,12 @@ from bot.service.handlers import commands, installation, issue_lifecycle, triage
 from bot.service.handlers.context import JobContext
 from bot.service.handlers.router import Router
 from bot.service.queue.jobs import Job
+from bot.service.review import posting
 from bot.service.state import ServiceState
 
 log = logging.getLogger(__name__)
 
-ROUTER = Router(triage.router, commands.router, installation.router, issue_lifecycle.router)
+ROUTER = Router(triage.router, commands.router, installation.router, issue_lifecycle.router, posting.router)
 
 
 def execute_job(state: ServiceState, job: Job, router: Router = ROUTER) -> str:

@@ -18,6 +18,7 @@ from bot.service.handlers.issue_lifecycle import remember_from_delivery
 from bot.service.handlers.recall import recall
 from bot.service.handlers.router import Router
 from bot.service.queue.jobs import Decision
+from bot.service.review.html_cache import keep_html
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ def triage_issue(ctx: JobContext, event: WebhookEvent, *, requested: bool = Fals
     wanted = plan.labels + ([n for n, _ in recalled.repo_labels] if config.labels.enabled else [])
     posted, added = _carry_out(ctx, event, plan, body, wanted, snapshot.labels)
     outcome = silence or _posted_outcome(posted)
-    _save(ctx, event, plan, body, posted, added, outcome, reasons)
+    _save(ctx, event, plan, body, posted, added, outcome, (snapshot.issue.title, list(reasons)))
     ctx.state.metrics.comments.labels(outcome=COMMENT_METRIC[outcome]).inc()
     return outcome
 
@@ -108,14 +109,16 @@ def _posted_outcome(posted: PostedComment | None) -> str:
 
 
 def _save(ctx: JobContext, event: WebhookEvent, plan: Plan, body: str | None, posted: PostedComment | None,
-          added: list[str], outcome: str, reasons: tuple[str, ...] = ()) -> None:
+          added: list[str], outcome: str, about: tuple[str, list[str]]) -> None:
     """The decision, stored whether or not anything was posted (shown at /decisions, kept for audit)."""
     result = plan.result
-    ctx.state.store.save_decision(Decision(
+    decision = Decision(
         delivery_id=ctx.delivery_id, repo=event.repo, number=event.number, event=event.event,
         action=event.action, shadow=plan.shadow, posted=posted is not None,
         comment_id=posted.id if posted else None, labels_added=added,
         predictions={axis: p.model_dump() for axis, p in result.predictions.items()},
         neighbours=[{"id": n.id, "url": n.url, "score": round(n.score, 4)} for n in result.neighbours],
         related=[r.model_dump() for r in result.related], repo_labels=result.repo_labels,
-        comment=body, outcome=outcome, reasons=list(reasons)))
+        comment=body, outcome=outcome, title=about[0], reasons=about[1])
+    ctx.state.store.save_decision(decision)
+    keep_html(ctx.state.store, [decision])  # the review page's queue reads it rendered

@@ -28,6 +28,10 @@ def erase_repositories(store: Store, repos: Collection[str], current_delivery: s
     with store.transaction() as run:
         decisions = sum(int(run("DELETE FROM decisions WHERE repo = ?", (repo,)).rowcount) for repo in wanted)
         feedback = sum(int(run("DELETE FROM feedback WHERE repo = ?", (repo,)).rowcount) for repo in wanted)
+        # The review page's rows of those repositories.
+        for table in ("review_ratings", "reaction_reads", "backtests", "comment_html"):
+            for repo in wanted:
+                run(f"DELETE FROM {table} WHERE repo = ?", (repo,))
         doomed = [delivery for delivery, payload, status in _candidates(run, wanted)
                   if delivery != current_delivery and _erasable(payload, status, wanted)]
         for delivery in doomed:

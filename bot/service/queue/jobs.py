@@ -41,3 +41,5 @@ class Decision(BaseModel):
     outcome: str = ""  # what the job did: "comment created", "silent: nothing to add", ...
     reasons: list[str] = []  # the comment's reasons to speak (bot/comment/policy.py REASONS), posted or not
     created_at: float = 0.0
+    title: str = ""  # the title when it was triaged (the review page's queue)
+    approved_by: str | None = None  # who posted this shadow decision's comment from the review page

@@ -13,6 +13,7 @@ from typing import Any
 from bot.errors import ConfigError
 from bot.service.queue.deliveries import NewDelivery, Recorded, record_deliveries
 from bot.service.queue.jobs import Decision, Job
+from bot.service.review.tables import REVIEW_SCHEMA
 from bot.storage.database import (  # StoreUnavailable and the connectors are imported from here too
     StoreUnavailable,
     check_room,
@@ -80,7 +81,7 @@ class Store:
         self._conn: Any = self._connect()
         serial = "BIGSERIAL" if self.postgres else "INTEGER"
         with self._tx() as run:
-            create_tables(run, self.postgres, SCHEMA.format(serial=serial))
+            create_tables(run, self.postgres, (SCHEMA + REVIEW_SCHEMA).format(serial=serial))
             for table, column, kind in MIGRATIONS:
                 self._add_column(run, table, column, kind)
 

@@ -47,6 +47,12 @@ def prune(store: Store, days: float, now: float | None = None) -> dict[str, int]
         deliveries = run("DELETE FROM deliveries WHERE received_at < ? AND NOT EXISTS "
                          "(SELECT 1 FROM jobs WHERE jobs.delivery_id = deliveries.id)", (cutoff,)).rowcount
         decisions = run("DELETE FROM decisions WHERE created_at < ?", (cutoff,)).rowcount
+        # The review page's ratings and reaction reads go with their decisions; its sessions when they expire.
+        run("DELETE FROM review_ratings WHERE created_at < ?", (cutoff,))
+        run("DELETE FROM reaction_reads WHERE read_at < ?", (cutoff,))
+        run("DELETE FROM comment_html WHERE NOT EXISTS "
+            "(SELECT 1 FROM decisions WHERE decisions.delivery_id = comment_html.delivery_id)")
+        run("DELETE FROM review_sessions WHERE expires_at < ?", (time.time() if now is None else now,))
     return {"jobs": int(jobs), "deliveries": int(deliveries), "decisions": int(decisions)}
 
 

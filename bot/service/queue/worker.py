@@ -19,6 +19,7 @@ from bot.service.queue.jobs import Job
 from bot.service.queue.pacing import holding_write_slot
 from bot.service.queue.recovery import recover_missed
 from bot.service.queue.upkeep import prune, worker_beat
+from bot.service.review.reactions import read_reactions
 from bot.service.state import ServiceState
 from bot.storage.database import StoreUnavailable, unavailable
 
@@ -30,6 +31,7 @@ HOPELESS = (UnicodeError, OverflowError, RecursionError)
 MAX_LOOP_PAUSE_S = 30.0
 PRUNE_EVERY_S = 3600.0
 RECOVER_EVERY_S = 600.0  # missed deliveries: at start-up, then every ten minutes
+REACTIONS_EVERY_S = 300.0  # reactions on the bot's comments (bounded per hour: `review/reactions.py`)
 
 
 class Worker:
@@ -63,7 +65,7 @@ class Worker:
         """The loop: nothing a job or the database raises ends it (it pauses, longer while errors repeat)."""
         while not self._stop.is_set() and not self.state.engine.ready.wait(0.1):
             pass
-        next_sweep, next_prune, next_recovery, errors = 0.0, 0.0, 0.0, 0
+        next_sweep, next_prune, next_recovery, next_reactions, errors = 0.0, 0.0, 0.0, 0.0, 0
         while not self._stop.is_set():
             try:
                 if time.monotonic() >= next_sweep:
@@ -81,6 +83,9 @@ class Worker:
                 if self.state.github is not None and not self.state.shadow and time.monotonic() >= next_recovery:
                     next_recovery = time.monotonic() + RECOVER_EVERY_S
                     self._recover()
+                if self.state.github is not None and time.monotonic() >= next_reactions:
+                    next_reactions = time.monotonic() + REACTIONS_EVERY_S
+                    self._reactions()
                 job = self.state.store.claim_job(lease_s=self.state.settings.job_lease_s)
                 if job is not None:
                     self.process(job)
@@ -105,6 +110,16 @@ class Worker:
             return
         if asked:
             log.warning("asked GitHub to redeliver %d missed delivery(ies)", asked)
+
+    def _reactions(self) -> None:
+        """Read reactions on the bot's comments as feedback; a failure here only waits for the next round."""
+        try:
+            read = read_reactions(self.state)
+        except Exception as exc:
+            log.warning("reading reactions failed: %s", exc)
+            return
+        if read:
+            log.info("reactions read on %d comment(s)", read)
 
     def process(self, job: Job) -> None:
         """Run one claimed job and record how it ended: done, queued again after a delay, or failed.

@@ -16,6 +16,7 @@ from bot.errors import TriageError
 from bot.service.errors import DeliveryRejected, StoreBusy
 from bot.service.metrics import event_label
 from bot.service.queue.worker import Worker
+from bot.service.review import pages as review
 from bot.service.state import GitHubFactory, Role, ServiceOptions, ServiceState, build_state, connect_github
 from bot.service.supervisor import Supervisor
 from bot.service.web import health, ops, webhook
@@ -64,6 +65,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, github: GitH
     app.router.routes.append(webhook.route)
     app.include_router(health.router)
     app.include_router(ops.router)
+    app.include_router(review.router)
     app.add_exception_handler(DeliveryRejected, _rejected)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal_error)
     return app

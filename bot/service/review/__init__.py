@@ -1,0 +1,1 @@
+"""The review page (`/review`): maintainers read, post, correct and rate the bot's decisions."""

@@ -168,9 +168,13 @@ def _say_skipped(evaluation: dict[str, Any]) -> None:
 @app.command()
 def report(
     directory: Annotated[Path, typer.Argument(help="A run's output directory (holding results.json).")],
+    rescore: Annotated[bool, typer.Option(help="Recompute the metrics, paired table and slices from the stored "
+                                          "per-sample answers under today's scoring rules (rewrites results.json)."
+                                          )] = False,
 ) -> None:
     """Re-render report.md and the plots from results.json, without running anything."""
     from eval.report import write_outputs
+    from eval.rescore import rescore as rescore_results
 
     path = directory / "results.json"
     try:
@@ -179,6 +183,8 @@ def report(
         fail(f"{path}: cannot read: {exc.strerror}")
     except json.JSONDecodeError as exc:
         fail(f"{path}:{exc.lineno}: not JSON ({exc.msg})")
+    if rescore:
+        results = rescore_results(results)
     written = write_outputs(results, directory)
     print(f"eval: wrote {len(written)} files to {directory}", file=sys.stderr)
 

@@ -3,9 +3,13 @@ coverage of the labels above the thresholds, and the resolution-visible records 
 
 from __future__ import annotations
 
+import copy
+import json
+from pathlib import Path
 from typing import Any
 
 from bot.taxonomy import Taxonomy
+from eval.rescore import rescore
 from eval.scoring import PULL_REQUEST, Answer, Sample, axis_view, score_samples
 from eval.slices import slice_scores
 from eval.tables import shown_table
@@ -55,3 +59,23 @@ def test_the_resolution_visible_records_are_reported_apart(taxonomy: Taxonomy) -
     hidden = slices["resolution not visible"]["p"]["fix_pattern"]
     assert (visible["n"], visible["accuracy"]) == (2, 1.0)
     assert (hidden["n"], hidden["accuracy"]) == (2, 0.5)
+
+
+def test_a_stored_run_is_rescored_under_todays_rules(tmp_path: Path) -> None:
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("\n".join(json.dumps({"id": s["id"], "annotation": {"resolution_visible": s["resolution_visible"]}})
+                              for s in _samples()) + "\n")
+    stored = []
+    for sample in _samples():
+        old = dict(sample)
+        del old["resolution_visible"]  # a run stored before the field existed
+        stored.append(old)
+    results: dict[str, Any] = {
+        "config": {"settings": {"taxonomy": "ddl-v1", "thresholds": {}}, "seed": 0, "bootstrap_resamples": 100},
+        "provenance": {"data_files": {str(gold): {}}},
+        "evaluations": [{"mode": "cv", "paired": {"reference": "p"},
+                         "predictors": {"p": {"samples": stored}, "q": {"samples": copy.deepcopy(stored)}}}]}
+    evaluation = rescore(results)["evaluations"][0]
+    assert evaluation["predictors"]["p"]["axes"]["fix_pattern"]["skipped"] == {PULL_REQUEST: 1}
+    assert evaluation["slices"]["resolution"]["resolution visible"]["p"]["fix_pattern"]["n"] == 2
+    assert evaluation["paired"]["comparisons"]["q"]["fix_pattern"]["accuracy_diff"] == 0.0

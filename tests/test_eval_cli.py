@@ -37,7 +37,7 @@ def made_up_records() -> list[dict[str, object]]:
             text = texts[k % 3].format(n=k * 7 + 3)
             records.append({
                 "id": f"made/up#{len(records) + 1}", "url": None, "title": text.split(":")[0],
-                "body": f"{text}\nwhat I ran, variant {k}",
+                "body": f"reporter{k} · description · 2024-0{1 + k % 9}-1{k % 10}\n{text}\nwhat I ran, variant {k}",
                 "labels": {"kind": "bug_report", "stage": stage, "symptom": symptom,
                            "root_cause": "dependency_version_mismatch" if k % 2 else "unknown",
                            "fix_pattern": fix if k % 3 else "unresolved"}})
@@ -73,6 +73,7 @@ def test_run_writes_results_report_and_plots_and_reruns_to_the_same_numbers(made
     assert first.returncode == 0, first.stderr
     assert "made-up.jsonl:25: not JSON" in first.stderr and "skipped 1 bad lines" in first.stderr
     assert "root_cause 12 (unknown 12)" in first.stderr
+    assert "as opened: 0 records without an opening post train but are not scored" in first.stderr
     out = tmp_path / "a"
     results = json.loads((out / "results.json").read_text())
     evaluation = results["evaluations"][0]

@@ -98,7 +98,9 @@ def run(
                                 command=shlex.join(["python", "-m", "eval", *sys.argv[1:]]))
     written = write_outputs(results, out)
     for evaluation in results["evaluations"]:
-        print(f"## {evaluation['name']} ({evaluation['mode']}, {TEXT_TITLES[evaluation['text']]}): "
+        mode = {"time": "temporal", "framework": "leave one framework out"}.get(evaluation["fold_by"],
+                                                                               evaluation["mode"])
+        print(f"## {evaluation['name']} ({mode}, {TEXT_TITLES[evaluation['text']]}): "
               "macro-F1 [95% CI]\n")
         print("\n".join(headline_table(evaluation)) + "\n")
         _say_skipped(evaluation)

@@ -16,7 +16,7 @@ from bot.settings import AXES
 from bot.taxonomy import Taxonomy
 
 GOLD_REQUIRED = ("id", "title", "body", "labels")
-GOLD_FILES = ("ddl-dev.jsonl", "ddl-dev-r3.jsonl", "liu23.jsonl", "liu23-labels.jsonl")
+GOLD_FILES = ("ddl-dev.jsonl", "ddl-dev-r3.jsonl", "ddl-dev-r4.jsonl", "liu23.jsonl", "liu23-labels.jsonl")
 
 
 @dataclass

@@ -41,6 +41,7 @@ class Case(Issue):
     labels: Labels = Field(default_factory=dict)
     silver: Labels = Field(default_factory=dict)
     native: dict[str, object] | None = None
+    annotation: dict[str, object] | None = None  # how the gold record was labelled (e.g. resolution_visible)
 
 
 class EnvironmentFacts(BaseModel):

@@ -9,6 +9,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from bot.domain import Case, Issue, TriageResult
 from bot.embedding import Embedder, EmbeddingCache
 from bot.facts import NON_BUG_KINDS, missing_facts, needs_details
 from bot.fitted import load_fitted, save_fitted
+from bot.grouping import NEAR_DUPLICATE_COSINE, linked_pairs, near_duplicate_groups
 from bot.normalise import NormalisedIssue, normalise
 from bot.policy import Calibrator, decide, fit_calibrator, out_of_fold, withhold_for_details
 from bot.predictors.base import Predictor, Query, TrainingSet, make_predictor, predictor_names, training_label
@@ -29,11 +31,11 @@ from bot.taxonomy import Taxonomy, load_taxonomy
 
 log = logging.getLogger(__name__)
 
-ENGINE_VERSION = "3"
+ENGINE_VERSION = "4"  # 4: retrieval, votes and calibration see only cases opened before the issue
 # Fitted models are cached; a change to any code that shapes them makes the cached copies stale.
 FITTING_CODE = ("predictors/*.py", "features.py", "normalise.py", "policy.py", "engine.py", "tracebacks.py",
                 "frames.py", "exits.py", "log_lines.py", "canonical.py", "signatures.py", "fitted.py", "cues.py",
-                "joint.py", "stages.py", "diagnostics.py", "textmatch.py")
+                "joint.py", "stages.py", "diagnostics.py", "textmatch.py", "grouping.py")
 CALIBRATION_FOLDS = 5
 # Libraries whose versions can change a fitted model or an embedding: part of every cache key and pack.
 VERSIONED_PACKAGES = ("ddl-triage", "numpy", "scikit-learn", "scipy", "sentence-transformers", "torch",
@@ -113,14 +115,16 @@ class Engine:
 
     def triage_many(self, issues: Sequence[Issue], progress: Progress | None = None,
                     batch_size: int = 64) -> list[TriageResult]:
-        """Predict every issue; the issue itself is never its own neighbour."""
+        """Predict every issue; the issue itself is never its own neighbour, and an issue whose opening date is
+        known sees only cases opened strictly before it (no neighbour, vote or shared signature from its future)."""
         results: list[TriageResult] = []
         for start in range(0, len(issues), batch_size):
             batch = list(issues[start:start + batch_size])
             normalised = [normalise(i) for i in batch]
             vectors = self.embedder.embed([n.text for n in normalised])
             excluded = [self._excluded(i) for i in batch]
-            queries = make_queries(self.index, normalised, vectors, self.settings.neighbours + 5, excluded)
+            queries = make_queries(self.index, normalised, vectors, self.settings.neighbours + 5, excluded,
+                                   [i.created_at for i in batch])
             records = self.predictor.predict_records(queries)
             for issue, query, record, banned in zip(batch, queries, records, excluded, strict=True):
                 dist = record.distributions
@@ -130,7 +134,7 @@ class Engine:
                 results.append(self._with_missing_facts(issue, query.issue, TriageResult(
                     issue_id=issue.id, predictions=predictions,
                     neighbours=self.index.related(query.vector, query.hits[: self.settings.neighbours],
-                                                  query.issue.signatures, banned),
+                                                  query.issue.signatures, banned, issue.created_at),
                     signatures=list(query.issue.signatures), environment=query.issue.environment,
                     predictor=self.predictor.name,
                     taxonomy_version=self.taxonomy.version, model_id=self.model_id, fallback=record.fallback)))
@@ -151,8 +155,9 @@ class Engine:
 
 
 def make_queries(index: CaseIndex, normalised: Sequence[NormalisedIssue], vectors: np.ndarray, k: int,
-                 exclude: list[set[str]] | None = None) -> list[Query]:
-    hits = index.nearest(vectors, k, exclude)
+                 exclude: list[set[str]] | None = None, before: Sequence[datetime | None] | None = None
+                 ) -> list[Query]:
+    hits = index.nearest(vectors, k, exclude, before)
     return [Query(issue=n, vector=v, hits=h) for n, v, h in zip(normalised, vectors, hits, strict=True)]
 
 
@@ -193,9 +198,10 @@ def fit_engine(settings: Settings, cases: list[Case], *, embedder: Embedder, pre
         if calibrate and len(cases) >= 2 * CALIBRATION_FOLDS:
             def queries_for(train: TrainingSet, rows: list[int]) -> list[Query]:
                 return make_queries(train.index, [normalised[i] for i in rows], training.index.vectors[rows],
-                                    settings.neighbours + 5)
-            calibrator = fit_calibrator(training, out_of_fold(make, training, queries_for,
-                                                              CALIBRATION_FOLDS, settings.seed))
+                                    settings.neighbours + 5, before=[cases[i].created_at for i in rows])
+            groups = near_duplicate_groups(training.index.vectors, NEAR_DUPLICATE_COSINE, linked_pairs(cases))
+            calibrator = fit_calibrator(training, out_of_fold(make, training, queries_for, CALIBRATION_FOLDS,
+                                                              settings.seed, groups))
         if use_cache and predictor.cacheable:
             save_fitted(path, predictor, calibrator)
         if progress:

@@ -4,8 +4,9 @@ A pack is an archive (`bot/archive.py`: zip of `.npy` arrays and `.json` documen
 - `manifest.json`: format and version, taxonomy version and sha256, embedding model and dimension, the
   predictor's configuration, the settings that shaped the fit, every data file's sha256 and record count,
   the library versions and a digest of the fitting code;
-- `cases.json`: per case its id, URL, repository, number, type, state, labels and silver labels (no title,
-  no body: the text belongs to its authors on GitHub);
+- `cases.json`: per case its id, URL, repository, number, type, state, labels, silver labels and opening date
+  (`created_at`, ISO 8601 UTC, or null when the stored window shows none; no title, no body: the text belongs
+  to its authors on GitHub);
 - `vectors.npy`: the cases' unit-norm embeddings (float32, one row per case, in `cases.json` order);
 - `signatures.json`: per case (in `cases.json` order) the digests of its error signatures (`bot/signatures.py`):
   hashes only, never the canonical text, which can carry an author's words;
@@ -40,9 +41,9 @@ from bot.taxonomy import Taxonomy
 log = logging.getLogger(__name__)
 
 PACK_FORMAT = "ddl-triage-pack"
-PACK_FORMAT_VERSION = 2  # 2: signatures.json
+PACK_FORMAT_VERSION = 3  # 2: signatures.json; 3: each case's opening date (created_at)
 DIGEST = re.compile(rf"[0-9a-f]{{{DIGEST_CHARS}}}")
-CASE_FIELDS = ("id", "url", "repo", "number", "type", "state", "labels", "silver", "source_file")
+CASE_FIELDS = ("id", "url", "repo", "number", "type", "state", "labels", "silver", "source_file", "created_at")
 
 
 class PackError(ConfigError):
@@ -106,6 +107,7 @@ def build_pack(settings: Settings, out: Path, progress: Progress | None = None) 
 def _case_record(case: Case) -> dict[str, Any]:
     record = {name: getattr(case, name) for name in CASE_FIELDS}
     record["source_file"] = Path(case.source_file).name
+    record["created_at"] = case.created_at.isoformat() if case.created_at else None
     return record
 
 

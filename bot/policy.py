@@ -8,7 +8,7 @@ from the ranking that the engine withheld for want of details.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,6 +16,7 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.model_selection import KFold
 
 from bot.domain import AxisPrediction, TriageResult
+from bot.grouping import assign_folds
 from bot.predictors.base import AxisDistributions, Distribution, Predictor, Query, TrainingSet
 from bot.settings import AXES
 
@@ -103,12 +104,14 @@ def withhold_for_details(result: TriageResult) -> TriageResult:
 
 
 def out_of_fold(make: Callable[[], Predictor], data: TrainingSet,
-                queries_for: Callable[[TrainingSet, list[int]], list[Query]], folds: int, seed: int
-                ) -> list[AxisDistributions | None]:
-    """Each case's distributions from a predictor trained without its fold (None where not predicted)."""
+                queries_for: Callable[[TrainingSet, list[int]], list[Query]], folds: int, seed: int,
+                groups: Sequence[Sequence[int]] | None = None) -> list[AxisDistributions | None]:
+    """Each case's distributions from a predictor trained without its fold (None where not predicted).
+
+    `groups` (linked threads and near-duplicate texts, `bot/grouping.py`) each stay in one fold, so that no copy
+    of a case teaches the model that predicts it; without them, a plain shuffled k-fold."""
     result: list[AxisDistributions | None] = [None] * len(data.texts)
-    splitter = KFold(n_splits=folds, shuffle=True, random_state=seed)
-    for train_idx, test_idx in splitter.split(np.arange(len(data.texts))):
+    for train_idx, test_idx in _fold_rows(len(data.texts), folds, seed, groups):
         predictor = make()
         train = data.subset(train_idx)
         predictor.fit(train)
@@ -116,6 +119,14 @@ def out_of_fold(make: Callable[[], Predictor], data: TrainingSet,
         for i, dist in zip(test_idx, outputs, strict=True):
             result[int(i)] = dist
     return result
+
+
+def _fold_rows(count: int, folds: int, seed: int, groups: Sequence[Sequence[int]] | None
+               ) -> list[tuple[np.ndarray, np.ndarray]]:
+    if groups is None:
+        return list(KFold(n_splits=folds, shuffle=True, random_state=seed).split(np.arange(count)))
+    fold_of = np.array(assign_folds(groups, folds, seed))
+    return [(np.flatnonzero(fold_of != f), np.flatnonzero(fold_of == f)) for f in range(folds)]
 
 
 def fit_calibrator(data: TrainingSet, predictions: list[AxisDistributions | None]) -> Calibrator:

@@ -26,6 +26,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 MAX_DEFAULT_WORKERS = 8  # each worker holds its own copy of the case base and scikit-learn
 LLM_HINT = ("the llm predictor needs a backend: set DDL_TRIAGE_LLM (openai:MODEL with DDL_TRIAGE_LLM_API_KEY or "
             "DDL_TRIAGE_LLM_BASE_URL, or local:/path/to/model)")
+TEXT_TITLES = {"opened": "as opened", "thread": "whole thread: an upper bound, not what the App sees"}
 for measure in (floor, diagnostics, signatures):  # the measures behind the README's tables: eval/measures_cli.py
     app.command()(measure)
 
@@ -74,6 +75,10 @@ def run(
     calibrate: Annotated[bool, typer.Option(
         help="Calibrate each fold's confidences (5 more fits per fold). --no-calibrate keeps accuracy, macro-F1 "
              "and the paired table, for cheap exploration; coverage, ECE and Brier then mean nothing.")] = True,
+    text: Annotated[str | None, typer.Option(
+        help="What each test record is predicted from: `opened` (default: its opening post, dated, as the App "
+             "sees it; records without one train but are not scored) or `thread` (the whole window: an upper "
+             "bound, reported apart).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
 ) -> None:
     """Cross-validate (or transfer) every predictor and write results.json, report.md and plots."""
@@ -85,7 +90,7 @@ def run(
     config = build_config(settings, task=task, dataset=dataset, extra_cases=extra_cases,
                           no_extra_cases=no_extra_cases, train_on=train_on, predictors=predictors, folds=folds,
                           seed=seed, bootstrap=bootstrap, fit_cache=fit_cache, repeats=repeats,
-                          baseline=baseline, calibrate=calibrate)
+                          baseline=baseline, calibrate=calibrate, text=text)
     total = count_jobs(config)
     workers = max(1, min(jobs or min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS), total))
     with Reporter(total, enabled=not quiet) as reporter:
@@ -93,7 +98,10 @@ def run(
                                 command=shlex.join(["python", "-m", "eval", *sys.argv[1:]]))
     written = write_outputs(results, out)
     for evaluation in results["evaluations"]:
-        print(f"## {evaluation['name']} ({evaluation['mode']}): macro-F1 [95% CI]\n")
+        mode = {"time": "temporal", "framework": "leave one framework out"}.get(evaluation["fold_by"],
+                                                                               evaluation["mode"])
+        print(f"## {evaluation['name']} ({mode}, {TEXT_TITLES[evaluation['text']]}): "
+              "macro-F1 [95% CI]\n")
         print("\n".join(headline_table(evaluation)) + "\n")
         _say_skipped(evaluation)
     print(f"eval: wrote {len(written)} files to {out} in {results['duration_s']} s", file=sys.stderr)
@@ -103,7 +111,7 @@ def build_config(settings: Settings, *, task: str | None, dataset: list[Path] | 
                  extra_cases: list[Path] | None, no_extra_cases: bool, train_on: list[Path] | None,
                  predictors: str | None, folds: int | None, seed: int | None, bootstrap: int | None,
                  fit_cache: bool, repeats: int | None = None, baseline: str | None = None,
-                 calibrate: bool = True) -> RunConfig:
+                 calibrate: bool = True, text: str | None = None) -> RunConfig:
     """The RunConfig of a definition (if any) with the command-line flags applied on top."""
     overrides: dict[str, Any] = {}
     if dataset:
@@ -115,7 +123,7 @@ def build_config(settings: Settings, *, task: str | None, dataset: list[Path] | 
     if predictors:
         overrides["predictors"] = tuple(p.strip() for p in predictors.split(",") if p.strip())
     for key, value in {"folds": folds, "seed": seed, "bootstrap_resamples": bootstrap, "repeats": repeats,
-                       "baseline": baseline}.items():
+                       "baseline": baseline, "text": text}.items():
         if value is not None:
             overrides[key] = value
     names = (*overrides.get("predictors", ()), *([baseline] if baseline else []))
@@ -150,6 +158,10 @@ def _say_skipped(evaluation: dict[str, Any]) -> None:
     skipped = [f"{axis} {m['skipped_total']} ({', '.join(f'{k} {v}' for k, v in m['skipped'].items())})"
                for axis, m in first.items() if m["skipped_total"]]
     test = evaluation["data"]["test"]
+    unscored = evaluation["leakage"].get("not_scored_without_opening_post", 0)
+    if evaluation.get("text") == "opened":
+        print(f"eval: {evaluation['name']}: as opened: {unscored} records without an opening post train but are "
+              "not scored", file=sys.stderr)
     print(f"eval: {evaluation['name']}: {test['records']} records tested; skipped {test['skipped_lines']} bad lines, "
           f"{test['skipped_no_text']} without text, {test['skipped_duplicate_ids']} duplicate ids; not scored: "
           + ("; ".join(skipped) or "none"), file=sys.stderr)
@@ -158,9 +170,13 @@ def _say_skipped(evaluation: dict[str, Any]) -> None:
 @app.command()
 def report(
     directory: Annotated[Path, typer.Argument(help="A run's output directory (holding results.json).")],
+    rescore: Annotated[bool, typer.Option(help="Recompute the metrics, paired table and slices from the stored "
+                                          "per-sample answers under today's scoring rules (rewrites results.json)."
+                                          )] = False,
 ) -> None:
     """Re-render report.md and the plots from results.json, without running anything."""
     from eval.report import write_outputs
+    from eval.rescore import rescore as rescore_results
 
     path = directory / "results.json"
     try:
@@ -169,6 +185,8 @@ def report(
         fail(f"{path}: cannot read: {exc.strerror}")
     except json.JSONDecodeError as exc:
         fail(f"{path}:{exc.lineno}: not JSON ({exc.msg})")
+    if rescore:
+        results = rescore_results(results)
     written = write_outputs(results, directory)
     print(f"eval: wrote {len(written)} files to {directory}", file=sys.stderr)
 
@@ -241,10 +259,11 @@ def list_tasks() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for path in task_files():
         t = load_task_file(path)
-        mode = "transfer" if t.train_on else ("leave one framework out" if t.fold_by == "framework" else "cv")
+        mode = "transfer" if t.train_on else {"framework": "leave one framework out",
+                                              "time": "temporal (newest 20% per repository)"}.get(t.fold_by, "cv")
         base = ", ".join(t.train_on) if t.train_on else "other folds + " + (", ".join(t.extra_cases or ()) or "-")
         print(f"| {t.name} | {t.version} | {mode} | {', '.join(t.datasets)} | {base} | "
-              f"{'-' if t.train_on or t.fold_by == 'framework' else t.folds} | {t.repeats} | {t.seed} | "
+              f"{'-' if t.train_on or t.fold_by != 'groups' else t.folds} | {t.repeats} | {t.seed} | "
               f"{', '.join(t.predictors)} |")
 
 

@@ -118,10 +118,19 @@ def _evaluation(evaluation: Mapping[str, Any], figures: Mapping[str, list[str]])
 
 
 def _mode(evaluation: Mapping[str, Any]) -> str:
+    text = ("predicted from the whole thread window: an upper bound, not what the App sees"
+            if evaluation.get("text") == "thread" else "as opened (the opening post, dated)")
+    return f"{_folds(evaluation)}; {text}"
+
+
+def _folds(evaluation: Mapping[str, Any]) -> str:
     if evaluation["mode"] == "transfer":
         return "cross-dataset transfer"
     if evaluation.get("fold_by") == "framework":
         return "leave one framework out (" + ", ".join(evaluation.get("fold_names", [])) + ")"
+    if evaluation.get("fold_by") == "time":
+        return "temporal: per repository, the " + ", ".join(evaluation.get("fold_names", [])) + \
+            " tested by a model fitted on the older records"
     repeats = evaluation.get("repeats", 1)
     return f"{evaluation['folds']}-fold cross-validation" + (f", repeated {repeats} times" if repeats > 1 else "")
 
@@ -142,9 +151,20 @@ def _data_lines(evaluation: Mapping[str, Any]) -> list[str]:
     base = ", ".join(f"`{Path(p).name}`" for p in evaluation["case_base_files"]) or "nothing else"
     lines = [f"- Test records: {test['records']} of `{evaluation['name']}` (skipped: {test['skipped_lines']} "
              f"bad lines, {test['skipped_no_text']} without text, {test['skipped_duplicate_ids']} duplicate ids)."]
+    if evaluation.get("text") == "opened":
+        lines.append(f"- As opened: each test record is predicted from its opening post, dated by its header, with "
+                     f"only cases opened before it retrieved; {leakage.get('not_scored_without_opening_post', 0)} "
+                     "records have no opening post (the window starts mid-thread): they train, but are not scored.")
     if evaluation["mode"] == "transfer":
         lines.append(f"- Case base: all of {base}, minus {leakage['train_dropped_as_copies']} records that copy "
                      "a test record.")
+        return lines
+    if evaluation.get("fold_by") == "time":
+        dropped = leakage["dropped_as_linked_or_near_duplicate_of_a_test_record"]
+        lines.append(f"- Case base: the older records plus {base}; first tested day per repository "
+                     f"{leakage['first_tested_day']}; {dropped} older records linked to or near-duplicating a test "
+                     f"record and {leakage['extra_dropped_per_fold'][0]} extra records copying one left out; "
+                     f"{leakage['undated_records_train_only']} undated records only train.")
         return lines
     same = leakage.get("extra_same_id_as_dataset", 0)
     lines += [f"- Case base of each fold: the other folds plus {base} ({evaluation['case_base_rule']}); "

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.domain import Case
-from bot.embedding import Embedder
+from bot.embedding import Embedder, text_hash
 from bot.engine import ENGINE_VERSION
+from bot.normalise import normalise
 from bot.settings import AXES, Settings
 from bot.taxonomy import Taxonomy, load_taxonomy
 from eval import provenance
@@ -21,10 +22,18 @@ from eval.paired import compare_all
 from eval.progress import Reporter
 from eval.scoring import Sample, score_samples
 from eval.slices import slice_scores
-from eval.splits import Embedded, Split, cv_splits, framework_splits, transfer_split
+from eval.splits import (
+    Embedded,
+    Split,
+    cv_splits,
+    framework_splits,
+    temporal_split,
+    transfer_split,
+    with_text,
+)
 from eval.task import RunConfig
 
-RESULTS_SCHEMA = 2  # bump when the layout of results.json changes (2: repeats, paired, slices)
+RESULTS_SCHEMA = 3  # bump when the layout of results.json changes (2: repeats, paired, slices; 3: text)
 SETTINGS_RECORDED = {"taxonomy", "embedding_model", "neighbours", "thresholds", "use_silver", "seed", "llm",
                      "llm_base_url", "llm_max_tokens", "llm_timeout_s"}
 MAX_NOTED_PROBLEMS = 10
@@ -42,7 +51,7 @@ class Context:
 
 def count_jobs(config: RunConfig) -> int:
     """Fit-and-predict jobs of a run, for the progress bar (a framework split counts as its folds)."""
-    per_dataset = 1 if config.mode == "transfer" else config.folds * config.repeats
+    per_dataset = 1 if config.mode == "transfer" or config.fold_by == "time" else config.folds * config.repeats
     if config.mode == "cv" and config.fold_by == "framework":
         per_dataset = config.folds
     return len(config.evaluated_sets) * len(config.predictors) * per_dataset
@@ -105,9 +114,18 @@ def prepare_splits(ctx: Context, datasets: tuple[Path, ...]) -> Prepared:
         splits, leakage = transfer_split(tested, base, config.near_duplicate_cosine)
     elif config.fold_by == "framework":
         splits, leakage = framework_splits(tested, base, config.near_duplicate_cosine)
+    elif config.fold_by == "time":
+        splits, leakage = temporal_split(tested, base, config.near_duplicate_cosine)
     else:
         splits, leakage = cv_splits(tested, base, config.folds, config.seed, config.near_duplicate_cosine,
                                     config.repeats)
+    splits = with_text(splits, config.text)
+    leakage = {**leakage, "text": config.text,
+               "not_scored_without_opening_post": sum(s.unscored for s in splits if s.repeat == 0)}
+    if config.text == "opened":
+        ctx.reporter.note(f"eval: {name}: as opened: {leakage['not_scored_without_opening_post']} of "
+                          f"{len(tested.cases)} records have no opening post (their window starts mid-thread): "
+                          "they train but are not scored")
     return Prepared(name, loaded, others, other_paths, rule, tested, splits, leakage)
 
 
@@ -118,13 +136,13 @@ def evaluate_datasets(ctx: Context, datasets: tuple[Path, ...]) -> dict[str, obj
     name, loaded, others, splits, tested = (prepared.name, prepared.loaded, prepared.others, prepared.splits,
                                             prepared.tested)
     other_paths, rule, leakage = prepared.other_paths, prepared.rule, prepared.leakage
-    outputs = run_jobs(ctx, name, splits, dict(zip(tested.ids, tested.hashes, strict=True)))
+    outputs = run_jobs(ctx, name, splits, input_hashes(splits))
     order = {case_id: i for i, case_id in enumerate(tested.ids)}
     allowed = shared_labels(splits[0], ctx.taxonomy) if config.mode == "transfer" else None
     summaries = {p: summarise_predictor(ctx, outputs[p], order, allowed) for p in config.predictors}
     samples = {p: list(summary["samples"]) for p, summary in summaries.items()}  # type: ignore[call-overload]
     return {
-        "dataset": ", ".join(str(d) for d in datasets), "name": name, "mode": config.mode,
+        "dataset": ", ".join(str(d) for d in datasets), "name": name, "mode": config.mode, "text": config.text,
         "fold_by": "transfer" if config.mode == "transfer" else config.fold_by,
         "case_base_files": [str(p) for p in other_paths], "case_base_rule": rule,
         "folds": len([s for s in splits if s.repeat == 0]), "repeats": max(s.repeat for s in splits) + 1,
@@ -139,6 +157,16 @@ def evaluate_datasets(ctx: Context, datasets: tuple[Path, ...]) -> dict[str, obj
                                               resamples=config.bootstrap_resamples)},
         "slices": slice_scores(samples, ctx.taxonomy) if config.mode == "cv" else {},
     }
+
+
+def input_hashes(splits: Sequence[Split]) -> dict[str, str]:
+    """Per test record, the sha256 of the normalised text the engine is given (the opening post, as opened)."""
+    out: dict[str, str] = {}
+    for split in splits:
+        for case in split.test:
+            if case.id not in out:
+                out[case.id] = text_hash(normalise(case).text)
+    return out
 
 
 def shared_labels(split: Split, taxonomy: Taxonomy) -> dict[str, set[str]]:

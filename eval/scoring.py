@@ -2,8 +2,9 @@
 
 Which records an axis is scored on is decided here, once, for every table: records whose gold value is not
 established are skipped; root cause is scored on bug reports only, with gold `none` reported apart (a
-feature request has no cause, and counting it rewards always saying `none`); in transfer, records whose gold
-label the case base never holds are skipped, and rankings keep only labels both sides can hold.
+feature request has no cause, and counting it rewards always saying `none`); root cause and fix pattern are
+scored on issues only (the bot never triages a pull request, and a fix PR shows its own resolution); in transfer,
+records whose gold label the case base never holds are skipped, and rankings keep only labels both sides can hold.
 """
 
 from __future__ import annotations
@@ -19,9 +20,19 @@ from bot.domain import Case, TriageResult
 from bot.settings import AXES
 from bot.taxonomy import Taxonomy
 from eval.calibration import brier_score, expected_calibration_error, reliability_bins
-from eval.metrics import MISSING, accuracy, macro_f1, precision_at_coverage, score_axis, top_k_accuracy
+from eval.metrics import (
+    MISSING,
+    accuracy,
+    coverage_precision,
+    macro_f1,
+    precision_at_coverage,
+    score_axis,
+    top_k_accuracy,
+)
 
 BUG_REPORT_ONLY = {"root_cause"}
+ISSUES_ONLY = {"root_cause", "fix_pattern"}
+PULL_REQUEST = "pull request (never triaged)"
 NOT_A_BUG_REPORT = "not a bug report"
 NONE_APART = "none (reported apart)"
 UNHELD_LABEL = "label the case base never holds"
@@ -45,6 +56,7 @@ class Sample(TypedDict):
     gold: dict[str, str | None]
     predicted: dict[str, Answer]
     fallback: str | None
+    resolution_visible: bool | None  # ddl-dev: the annotator saw the resolution in the stored window
 
 
 def sample_record(case: Case, result: TriageResult, fold: int, input_sha256: str, repeat: int = 0) -> Sample:
@@ -56,7 +68,13 @@ def sample_record(case: Case, result: TriageResult, fold: int, input_sha256: str
         predicted={axis: Answer(label=p.label, confidence=p.confidence, top=list(p.top))
                    for axis, p in result.predictions.items()},
         fallback=result.fallback,
+        resolution_visible=_resolution_visible(case),
     )
+
+
+def _resolution_visible(case: Case) -> bool | None:
+    seen = (case.annotation or {}).get("resolution_visible")
+    return seen if isinstance(seen, bool) else None
 
 
 @dataclass
@@ -84,6 +102,8 @@ def axis_view(samples: Sequence[Sample], axis: str, taxonomy: Taxonomy,
         gold = sample["gold"].get(axis)
         if not taxonomy.is_established(axis, gold):
             skipped[MISSING if gold is None else str(gold)] += 1
+        elif axis in ISSUES_ONLY and sample.get("type") == "pull_request":
+            skipped[PULL_REQUEST] += 1
         elif axis in BUG_REPORT_ONLY and sample["gold"].get("kind") != "bug_report":
             skipped[NOT_A_BUG_REPORT] += 1
         elif axis in BUG_REPORT_ONLY and gold == "none":
@@ -115,7 +135,9 @@ def light_metrics(view: AxisView) -> dict[str, float]:
     """The metrics reported as mean and spread over repetitions."""
     correct = [g == p for g, p in zip(view.gold, view.predicted, strict=True)]
     at_60 = precision_at_coverage(view.gold, view.predicted, view.confidence, 0.6)
+    coverage, shown_accuracy = coverage_precision(view.gold, view.shown)
     return {"accuracy": accuracy(view.gold, view.predicted), "macro_f1": macro_f1(view.gold, view.predicted),
+            "shown_accuracy": float("nan") if shown_accuracy is None else shown_accuracy, "coverage": coverage,
             "top3_accuracy": top_k_accuracy(view.gold, view.ranked),
             "ece": expected_calibration_error(view.confidence, correct),
             "brier": brier_score(view.confidence, correct),

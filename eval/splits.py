@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
@@ -11,6 +12,7 @@ from bot.domain import Case
 from bot.embedding import Embedder, text_hash
 from bot.errors import ConfigError
 from bot.normalise import normalise
+from bot.opening import has_opening_post, opened_at, opening_post
 from eval.folds import assign_folds, leaking_rows, near_duplicate_groups
 from eval.links import linked_pairs
 
@@ -25,6 +27,30 @@ class Split:
     dropped_extra: int = 0  # extra / training cases left out because they copy a test record
     repeat: int = 0  # which repetition of the cross-validation (its folds are drawn with seed + repeat)
     name: str = ""  # what the test part is, when it is not a numbered fold (a framework left out)
+    unscored: int = 0  # test records left out as opened: their window has no opening post (they still train)
+
+Text = Literal["opened", "thread"]  # what a test record is predicted from: its opening post, or the whole window
+
+
+def as_opened(case: Case) -> Case | None:
+    """The record as the App sees it when the issue is opened: the opening post alone, dated by its header;
+    None when the window starts mid-thread (no opening post to predict from)."""
+    if not has_opening_post(case.body):
+        return None
+    return case.model_copy(update={"body": opening_post(case.body), "created_at": opened_at(case.body)})
+
+
+def with_text(splits: Sequence[Split], text: Text) -> list[Split]:
+    """The splits with each test part predicted from `text`: `opened` cuts every test record to its opening post
+    and leaves out (counted in `unscored`) those that have none; the case bases keep the whole windows."""
+    if text == "thread":
+        return list(splits)
+    out = []
+    for split in splits:
+        opened = [as_opened(c) for c in split.test]
+        kept = [c for c in opened if c is not None]
+        out.append(replace(split, test=kept, unscored=len(opened) - len(kept)))
+    return out
 
 
 @dataclass
@@ -104,4 +130,40 @@ def transfer_split(data: Embedded, train: Embedded, threshold: float
     split = Split(0, kept, list(data.cases), len(leaking))
     info = {"near_duplicate_cosine": threshold, "fold_sizes": [len(data.cases)],
             "train_dropped_as_copies": len(leaking)}
+    return [split], info
+
+
+TEMPORAL_TEST_SHARE = 0.2
+
+
+def temporal_split(data: Embedded, extra: Embedded, threshold: float, share: float = TEMPORAL_TEST_SHARE
+                   ) -> tuple[list[Split], dict[str, object]]:
+    """How the App lives: per repository, the newest `share` of its dated records are tested by a model fitted
+    on everything older (and the extra cases). Records linked to or near-duplicating a test record leave the
+    case base; undated records (no section header at all) cannot be placed in time and only train."""
+    links = linked_pairs(data.cases)
+    groups = near_duplicate_groups(data.vectors, threshold, links)
+    test_rows: set[int] = set()
+    cutoffs: dict[str, str] = {}
+    for repo in sorted({c.repo or "(no repository)" for c in data.cases}):
+        dated = sorted((c.created_at, c.id, i) for i, c in enumerate(data.cases)
+                       if (c.repo or "(no repository)") == repo and c.created_at is not None)
+        newest = dated[len(dated) - round(len(dated) * share):] if dated else []
+        test_rows.update(i for _, _, i in newest)
+        if newest:
+            cutoffs[repo] = newest[0][0].date().isoformat()
+    if not test_rows:
+        raise ConfigError("no dated records to test: the temporal split needs records whose window shows a date")
+    together = {i for g in groups if test_rows & set(g) for i in g} - test_rows
+    rows = sorted(test_rows)
+    leaking = leaking_rows(data.vectors[rows], [data.ids[i] for i in rows], extra.vectors, extra.ids, threshold)
+    same_record = {j for j, case_id in enumerate(extra.ids) if case_id in set(data.ids)}
+    train = [c for i, c in enumerate(data.cases) if i not in test_rows | together]
+    train += [c for j, c in enumerate(extra.cases) if j not in leaking | same_record]
+    split = Split(0, train, [data.cases[i] for i in rows], len(leaking), 0,
+                  f"newest {share:.0%} per repository")
+    info = {"near_duplicate_cosine": threshold, "fold_by": "time", "test_share": share,
+            "first_tested_day": cutoffs, "fold_sizes": [len(rows)], "extra_dropped_per_fold": [len(leaking)],
+            "dropped_as_linked_or_near_duplicate_of_a_test_record": len(together),
+            "undated_records_train_only": sum(c.created_at is None for c in data.cases)}
     return [split], info

@@ -110,7 +110,8 @@ def slice_tables(evaluation: Mapping[str, Any]) -> list[Table]:
         for value, by_predictor in values.items():
             for name, scores in by_predictor.items():
                 rows.append([value, name] + [_slice_cell(scores.get(a)) for a in axes])
-        tables.append(Table(f"slice-{dimension}", f"Per {dimension}: accuracy / macro-F1 (scored records)",
+        tables.append(Table(f"slice-{dimension}", f"Per {dimension}: accuracy / macro-F1 (scored records; "
+                            "shown-label accuracy @ coverage)",
                             [dimension, "predictor", *axes], rows))
     return tables
 
@@ -119,7 +120,8 @@ def all_tables(evaluation: Mapping[str, Any]) -> list[Table]:
     from eval.confusions import error_tables  # it builds on this module's Table
 
     paired = paired_table(evaluation)
-    return [repeated_table(evaluation), *([paired] if paired else []), calibration_table(evaluation),
+    return [repeated_table(evaluation), *([paired] if paired else []), shown_table(evaluation),
+            calibration_table(evaluation),
             *error_tables(evaluation), *slice_tables(evaluation)]
 
 
@@ -152,10 +154,30 @@ def _diff(value: float, interval: Sequence[float]) -> str:
     return f"{value:+.3f} [{interval[0]:+.3f}, {interval[1]:+.3f}]"
 
 
+def shown_table(evaluation: Mapping[str, Any]) -> Table:
+    """What the bot shows: beside top-1 accuracy, the accuracy of the labels above the thresholds and their share."""
+    axes = scored_axes(evaluation)
+    rows = []
+    for name, predictor in evaluation["predictors"].items():
+        row = [name]
+        for axis in axes:
+            mean = predictor["axes"][axis].get("mean", {})
+            row += [_num(mean.get("accuracy")), _num(mean.get("shown_accuracy")), _num(mean.get("coverage"))]
+        rows.append(row)
+    header = ["predictor"] + [f"{a} {w}" for a in axes for w in ("top-1 accuracy", "shown accuracy", "coverage")]
+    return Table("shown", "What the bot shows: accuracy of the labels at or above the policy's thresholds, and "
+                 "their coverage (mean over repetitions)", header, rows,
+                 "Top-1 accuracy: the first label of the ranking, always; shown accuracy: the accuracy of the "
+                 "labels the bot would print (calibrated confidence at or above the axis threshold); coverage: the "
+                 "share of records given one. Without calibration (--no-calibrate) the last two mean nothing.")
+
+
 def _slice_cell(scores: Mapping[str, Any] | None) -> str:
     if not scores:
         return "-"
-    return f"{scores['accuracy']:.3f} / {scores['macro_f1']:.3f} ({scores['n']})"
+    shown = scores.get("shown_accuracy")
+    tail = f"; shown {shown:.3f} @ {scores['coverage']:.2f}" if shown is not None and "coverage" in scores else ""
+    return f"{scores['accuracy']:.3f} / {scores['macro_f1']:.3f} ({scores['n']}{tail})"
 
 
 def _plain(cell: str) -> str:

@@ -13,6 +13,7 @@ from bot.predictors import predictor_names
 from eval import predictors as _eval_predictors  # noqa: F401  (registers them)
 from eval.folds import NEAR_DUPLICATE_COSINE
 from eval.metrics import BOOTSTRAP_RESAMPLES
+from eval.splits import Text
 
 TASKS_DIR = Path(__file__).resolve().parent / "tasks"
 BASELINE_PREDICTORS = ("majority", "tfidf", "knn", "linear", "default")
@@ -20,8 +21,11 @@ DEFAULT_BASELINE = "linear"
 LLM_PREDICTOR = "llm"
 # When `run` is given no --extra-cases, a dataset named here gets these files of its own directory
 # added to every fold's case base (how the README figures are defined).
-DEFAULT_EXTRA_CASES = {"ddl-dev.jsonl": ("liu23.jsonl",), "ddl-dev-r3.jsonl": ("liu23.jsonl",)}
-FoldBy = Literal["groups", "framework"]  # groups: linked and near-duplicate records share a fold
+DEFAULT_EXTRA_CASES = {"ddl-dev.jsonl": ("liu23.jsonl",), "ddl-dev-r3.jsonl": ("liu23.jsonl",),
+                       "ddl-dev-r4.jsonl": ("liu23.jsonl",)}
+# groups: linked and near-duplicate records share a fold; framework: leave one out; time: per repository, the
+# newest 20% tested by a model fitted on the older records (how the App lives)
+FoldBy = Literal["groups", "framework", "time"]
 
 
 class _Strict(BaseModel):
@@ -44,6 +48,7 @@ class Task(_Strict):
     seed: int = 0
     predictors: tuple[str, ...] = BASELINE_PREDICTORS
     llm_when_configured: bool = True
+    text: Text = "opened"  # test records predicted from the opening post (as the App sees them) or the thread
 
     @field_validator("predictors")
     @classmethod
@@ -76,6 +81,9 @@ class RunConfig(_Strict):
     # False: no calibration cross-validation (a sixth of the fitting): accuracy, macro-F1 and the paired
     # table are unchanged, confidences are uncalibrated, so coverage, ECE and Brier mean nothing.
     calibrate: bool = True
+    # opened: every test record is predicted from its opening post, dated by its header, and records without one
+    # are not scored (they still train); thread: from the whole window, an upper bound on what the App can do.
+    text: Text = "opened"
 
     @property
     def mode(self) -> str:
@@ -147,4 +155,4 @@ def task_config(task: Task, data_dir: Path | None, llm_configured: bool) -> RunC
     return RunConfig(task=task.name, task_version=task.version, datasets=resolve(task.datasets),
                      extra_cases=None if task.extra_cases is None else resolve(task.extra_cases),
                      train_on=resolve(task.train_on), folds=task.folds, repeats=task.repeats, pool=task.pool,
-                     fold_by=task.fold_by, seed=task.seed, predictors=predictors)
+                     fold_by=task.fold_by, seed=task.seed, predictors=predictors, text=task.text)

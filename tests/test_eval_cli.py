@@ -37,7 +37,7 @@ def made_up_records() -> list[dict[str, object]]:
             text = texts[k % 3].format(n=k * 7 + 3)
             records.append({
                 "id": f"made/up#{len(records) + 1}", "url": None, "title": text.split(":")[0],
-                "body": f"{text}\nwhat I ran, variant {k}",
+                "body": f"reporter{k} · description · 2024-0{1 + k % 9}-1{k % 10}\n{text}\nwhat I ran, variant {k}",
                 "labels": {"kind": "bug_report", "stage": stage, "symptom": symptom,
                            "root_cause": "dependency_version_mismatch" if k % 2 else "unknown",
                            "fix_pattern": fix if k % 3 else "unresolved"}})
@@ -73,6 +73,7 @@ def test_run_writes_results_report_and_plots_and_reruns_to_the_same_numbers(made
     assert first.returncode == 0, first.stderr
     assert "made-up.jsonl:25: not JSON" in first.stderr and "skipped 1 bad lines" in first.stderr
     assert "root_cause 12 (unknown 12)" in first.stderr
+    assert "as opened: 0 records without an opening post train but are not scored" in first.stderr
     out = tmp_path / "a"
     results = json.loads((out / "results.json").read_text())
     evaluation = results["evaluations"][0]
@@ -153,9 +154,10 @@ def test_validate_stops_on_bad_lines_naming_file_line_and_field(tmp_path: Path) 
 def test_ls_lists_the_versioned_definitions(tmp_path: Path) -> None:
     done = run_eval("ls", state=tmp_path)
     assert done.returncode == 0
-    assert ("| ddl-dev-cv | 2 | cv | ddl-dev.jsonl, ddl-dev-r3.jsonl | other folds + liu23.jsonl | 5 | 5 | 0 |"
-            in done.stdout)
-    assert "| ddl-dev-lofo | 1 | leave one framework out |" in done.stdout
+    assert ("| ddl-dev-cv | 3 | cv | ddl-dev.jsonl, ddl-dev-r3.jsonl, ddl-dev-r4.jsonl | other folds + liu23.jsonl "
+            "| 5 | 5 | 0 |" in done.stdout)
+    assert "| ddl-dev-lofo | 2 | leave one framework out |" in done.stdout
+    assert "| ddl-dev-temporal | 1 | temporal (newest 20% per repository) |" in done.stdout
 
 
 def test_llm_answers_are_cached_so_rescoring_costs_nothing(made_up_dataset: Path, tmp_path: Path) -> None:

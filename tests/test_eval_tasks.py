@@ -21,7 +21,8 @@ def test_every_shipped_definition_loads_and_resolves(gold_dir: Path) -> None:
 def test_the_readme_benchmark_adds_liu23_to_every_case_base(gold_dir: Path) -> None:
     config = task_config(load_task("ddl-dev-cv"), gold_dir, llm_configured=True)
     assert config.mode == "cv" and config.folds == 5 and config.seed == 0 and config.repeats == 5
-    assert config.pool and config.evaluated_sets == [(gold_dir / "ddl-dev.jsonl", gold_dir / "ddl-dev-r3.jsonl")]
+    assert config.pool and config.evaluated_sets == [(gold_dir / "ddl-dev.jsonl", gold_dir / "ddl-dev-r3.jsonl",
+                                                      gold_dir / "ddl-dev-r4.jsonl")]
     assert config.extra_cases_for_all(config.datasets)[0] == (gold_dir / "liu23.jsonl",)
     assert config.extra_cases_for(gold_dir / "ddl-dev.jsonl")[0] == (gold_dir / "liu23.jsonl",)
     assert config.predictors[-1] == "llm"

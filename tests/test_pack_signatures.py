@@ -60,7 +60,7 @@ def test_pack_build_with_a_data_directory_writes_the_digests_and_pack_info_count
                              timeout=900)
         assert run.returncode == 0, run.stderr
     info = json.loads(run.stdout)
-    assert info["format"] == "ddl-triage-pack v2"
+    assert info["format"] == "ddl-triage-pack v3"
     assert info["signatures"]["cases_with_one"] == sum(1 for d in built.digests if d)
     assert 0 < info["signatures"]["recurring"] < info["signatures"]["distinct"]
     assert load_pack(out).digests == built.digests

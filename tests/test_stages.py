@@ -13,11 +13,11 @@ Traceback (most recent call last):
     engine, optimizer, _, _ = deepspeed.initialize(model=model, config=ds_config)
   File "/usr/local/lib/python3.10/dist-packages/deepspeed/__init__.py", line 179, in initialize
     engine = DeepSpeedEngine(args=args, model=model, optimizer=optimizer)
-  File "/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/engine.py", line 262, in __init__
+  File "/usr/local/lib/python3.11/dist-packages/deepspeed/runtime/engine.py", line 262, in __init__
     self._configure_with_arguments(args, mpu)
-  File "/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/engine.py", line 1070, in _configure_with_arguments
+  File "/usr/local/lib/python3.11/dist-packages/deepspeed/runtime/engine.py", line 1070, in _configure_with_arguments
     self._config = DeepSpeedConfig(self.config, mpu, mesh_device=self.mesh_device)
-  File "/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/config.py", line 975, in _do_error_check
+  File "/usr/local/lib/python3.11/dist-packages/deepspeed/runtime/config.py", line 975, in _do_error_check
     assert train_batch == micro_batch * grad_acc * self.world_size, (
 AssertionError: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * \
 gradient_acc_step * world_size 64 != 2 * 8 * 2

@@ -15,7 +15,7 @@ Traceback (most recent call last):
   File "/opt/conda/lib/python3.11/site-packages/deepspeed/utils/nvtx.py", line 18, in wrapped_fn
     ret_val = func(*args, **kwargs)
   File "/opt/conda/lib/python3.11/site-packages/deepspeed/runtime/engine.py", line 2020, in backward
-    self.optimizer.backward(loss, retain_graph=retain_graph)
+    self.optimizer.backward(loss, retain_graph=self.retain_graph)
   File "/opt/conda/lib/python3.11/site-packages/torch/autograd/__init__.py", line 289, in backward
     _engine_run_backward(
 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU 2 has a total capacity of 79.11 GiB

@@ -1,10 +1,10 @@
 """Does a diagnostic entry agree with the gold labels? Per entry: how often it fires and how often rightly.
 
-Every gold record is diagnosed from its title and body alone (or, `opened`, from its opening post only, as the App
-sees a new issue: a window that starts mid-thread has no opening post and is left out) (the patterns, with the framework its repository or
-text names, and no kind: the bot would also pass its predicted kind, which only silences more). A shown diagnosis
-is right when the record's gold symptom is one of the entry's symptoms. Records whose gold kind is not a bug report
-must get none; coverage is the share of bug reports that get at least one.
+Every gold record is diagnosed from its title and body alone (the patterns, with the framework its repository or
+text names, and no kind: the bot would also pass its predicted kind, which only silences more); with `opened`, from
+its opening post only, as the App sees a new issue (a window that starts mid-thread has no opening post and is left
+out). A shown diagnosis is right when the record's gold symptom is one of the entry's symptoms. Records whose gold
+kind is not a bug report must get none; coverage is the share of bug reports that get at least one.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Does a diagnostic entry agree with the gold labels? Per entry: how often it fires and how often rightly.
 
 Every gold record is diagnosed from its title and body alone (the patterns, with the framework its repository or
-text names, and no kind: the bot would also pass its predicted kind, which only silences more). A shown diagnosis
-is right when the record's gold symptom is one of the entry's symptoms. Records whose gold kind is not a bug report
-must get none; coverage is the share of bug reports that get at least one.
+text names, and no kind: the bot would also pass its predicted kind, which only silences more); with `opened`, from
+its opening post only, as the App sees a new issue (a window that starts mid-thread has no opening post and is left
+out). A shown diagnosis is right when the record's gold symptom is one of the entry's symptoms. Records whose gold
+kind is not a bug report must get none; coverage is the share of bug reports that get at least one.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from bot.dataset import LoadReport, load_case_base
 from bot.diagnostics import KnowledgeBase, diagnose, load_diagnostics
 from bot.domain import Case
 from bot.normalise import extract_environment
+from bot.opening import has_opening_post, opening_post
 from bot.taxonomy import load_taxonomy
 
 GOLD_TEXT_FILES = ("ddl-dev.jsonl", "ddl-dev-r3.jsonl", "liu23.jsonl")  # liu23-labels.jsonl repeats liu23's texts
@@ -40,6 +42,7 @@ class DiagnosticsReport:
     version: str
     files: list[str]
     rows: list[EntryRow]
+    opened: bool = False  # measured on the opening posts only
     bug_reports: int = 0
     covered: int = 0  # bug reports with at least one diagnosis
     top_n: int = 0  # bug reports with a gold symptom and a diagnosis: is the first one right?
@@ -65,13 +68,17 @@ def gold_cases(data_dir: Path, names: tuple[str, ...] = GOLD_TEXT_FILES) -> tupl
     return [p.name for p in paths], load_case_base(paths, taxonomy, LoadReport())
 
 
-def measure_diagnostics(files: list[str], cases: list[Case], base: KnowledgeBase | None = None) -> DiagnosticsReport:
+def measure_diagnostics(files: list[str], cases: list[Case], base: KnowledgeBase | None = None, *,
+                        opened: bool = False) -> DiagnosticsReport:
     base = base or load_diagnostics()
-    report = DiagnosticsReport(base.version, files, [EntryRow(e.id, e.frameworks) for e in base.entries])
+    report = DiagnosticsReport(base.version, files, [EntryRow(e.id, e.frameworks) for e in base.entries], opened)
     rows = {r.id: r for r in report.rows}
     for case in cases:
-        framework = extract_environment(f"{case.title}\n{case.body}", case.repo).framework
-        found = diagnose(case.title, case.body, framework=framework, kind=None, base=base)
+        if opened and not has_opening_post(case.body):
+            continue
+        body = opening_post(case.body) if opened else case.body
+        framework = extract_environment(f"{case.title}\n{body}", case.repo).framework
+        found = diagnose(case.title, body, framework=framework, kind=None, base=base)
         kind, symptom = case.labels.get("kind"), case.labels.get("symptom")
         if kind != "bug_report":
             report.not_bugs += 1
@@ -108,7 +115,8 @@ def format_summary(report: DiagnosticsReport) -> str:
     top = report.top_hits / report.top_n if report.top_n else 0.0
     low = [f"{r.id} ({r.hits}/{r.n})" for r in report.rows if r.n and (r.precision or 0.0) < MIN_PRECISION]
     return "\n".join([
-        f"{report.version}: {len(report.rows)} entries, {fired} fired on the gold texts of {', '.join(report.files)}",
+        f"{report.version}: {len(report.rows)} entries, {fired} fired on the "
+        f"{'opening posts' if report.opened else 'gold texts'} of {', '.join(report.files)}",
         f"coverage: {report.covered}/{report.bug_reports} bug reports ({share:.0%}) get at least one diagnosis",
         f"precision: {report.hits}/{report.n} diagnoses shown ({precision:.2f}); first diagnosis "
         f"{report.top_hits}/{report.top_n} ({top:.2f})",

@@ -32,15 +32,21 @@ def floor(
 def diagnostics(
     dataset: Annotated[list[str] | None, typer.Option(help="Gold files of the data directory to read (default: "
                                                       "ddl-dev.jsonl, ddl-dev-r3.jsonl, liu23.jsonl).")] = None,
+    opened: Annotated[bool, typer.Option("--opened", help="Read each gold thread as opened: its opening post only "
+                                         "(windows that start mid-thread are left out).")] = False,
+    wrong: Annotated[bool, typer.Option("--wrong", help="List, per entry, the records where its symptoms miss the "
+                                        "gold symptom.")] = False,
 ) -> None:
     """Per entry of taxonomy/diagnostics.yaml: how often it fires on the gold texts, and how often rightly."""
     from eval.diagnostics import GOLD_TEXT_FILES, format_summary, format_table, gold_cases, measure_diagnostics
 
     _, data_dir = gold_settings()
     files, cases = gold_cases(data_dir, tuple(dataset or GOLD_TEXT_FILES))
-    report = measure_diagnostics(files, cases)
+    report = measure_diagnostics(files, cases, opened=opened)
     print(format_table(report) + "\n")
     print(format_summary(report))
+    if wrong:
+        print("\n".join(f"{r.id}: {', '.join(r.wrong)}" for r in report.rows if r.wrong))
 
 
 def signatures(

@@ -19,12 +19,20 @@ QUOTING_NOT_BUGS = {
         "a question whose title is the sequence-parallel divisibility constraint",
     ("deepspeedai/DeepSpeed#931", "fp16_loss_scale_collapse"):
         "a question asking whether DeepSpeed's overflow messages are harmless, with the log",
+    ("deepspeedai/DeepSpeed#912", "zero_bucket_sizes_memory"):
+        "a question (gold kind usage_question, symptom memory_anomaly) on why a ZeRO stage takes more memory than "
+        "another, with the bucket sizes in its config",
 }
 
 
 @pytest.fixture(scope="module")
 def report(gold_dir: Path) -> DiagnosticsReport:
     return measure_diagnostics(*gold_cases(gold_dir))
+
+
+@pytest.fixture(scope="module")
+def opened(gold_dir: Path) -> DiagnosticsReport:
+    return measure_diagnostics(*gold_cases(gold_dir), opened=True)
 
 
 def test_no_entry_that_fires_three_times_or_more_is_right_less_than_80_percent(report: DiagnosticsReport) -> None:
@@ -51,3 +59,19 @@ def test_the_eval_command_prints_the_table_and_the_summary(gold_dir: Path, tmp_p
     assert "| entry | frameworks | n | precision |" in done.stdout
     assert "| `deepspeed_batch_size_assertion` | DeepSpeed |" in done.stdout
     assert "coverage: " in done.stdout and "bug reports" in done.stdout and "precision: " in done.stdout
+
+
+def test_as_opened_only_opening_posts_are_read_and_the_floor_holds(report: DiagnosticsReport,
+                                                                    opened: DiagnosticsReport) -> None:
+    assert opened.opened and 300 < opened.bug_reports < report.bug_reports  # windows starting mid-thread are left out
+    low = [f"{r.id}: {r.hits}/{r.n}, wrong on {r.wrong}" for r in opened.below_floor()]
+    assert not low, f"entries under {MIN_PRECISION} with n >= {MIN_N} on the opening posts: {low}"
+    assert set(opened.not_bug_fires) <= set(QUOTING_NOT_BUGS), opened.not_bug_fires
+    assert opened.hits / opened.n >= 0.9
+
+
+def test_the_eval_command_reads_the_opening_posts_with_opened(gold_dir: Path, tmp_path: Path) -> None:
+    done = run_eval("diagnostics", "--opened", "--wrong", state=tmp_path,
+                    extra_env={"DDL_TRIAGE_DATA_DIR": str(gold_dir)})
+    assert done.returncode == 0, done.stderr
+    assert "fired on the opening posts of" in done.stdout and "| entry | frameworks | n | precision |" in done.stdout

@@ -37,13 +37,17 @@ def test_eval_comments_comments_each_fold_and_writes_the_table_and_the_comments(
     assert summary["issues"] == len(records) - 1
     assert summary["not_sure_rows"] == 0 and summary["pinging_links"] == 0 and summary["asks_max"] <= 2
     assert summary["precedent"]["issues"] > 0 and summary["evidence"]["issues"] == 0  # one repository only
-    assert 0 <= summary["posted_share"] <= 1 and results["provenance"]["git"]
+    assert results["provenance"]["git"]
     lines = [json.loads(line) for line in (out / "comments.jsonl").read_text().splitlines()]
     assert len(lines) == summary["issues"] and {"made/up#1"} & {line["id"] for line in lines} == set()
     posted = [line["comment"] for line in lines if line["comment"]]
     assert posted and all(c.startswith("<!-- ddl-triage v1") and "](https://github.com/" not in c for c in posted)
+    # The share posted is the comments written out over the issues commented on, and the table shows it.
+    share = round(len(posted) / len(lines), 3)
+    assert (summary["posted"], summary["posted_share"]) == (len(posted), share)
     table = (out / "comments.md").read_text()
-    assert "| share posted |" in table and "Regenerate: `python -m eval comments --task" in table
+    assert f"| share posted | {len(posted)} ({100 * share:.0f}%) |" in table
+    assert "Regenerate: `python -m eval comments --task" in table
     assert table.strip() in proc.stdout
 
 

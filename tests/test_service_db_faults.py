@@ -67,7 +67,7 @@ def queue_then_wait(client: TestClient, github: FakeGitHub, numbers: tuple[int, 
     fault then comes with the queue still draining."""
     for number in numbers:
         assert deliver(client, issue_payload(github, number=number)).status_code == 202
-    wait_until(lambda: sum(bot_comment_counts(github, numbers).values()) >= comments, timeout=60)
+    wait_until(lambda: sum(bot_comment_counts(github, numbers).values()) >= comments)
 
 
 def recover_refused(client: TestClient, state: ServiceState, missed: list[dict[str, Any]]) -> None:
@@ -199,14 +199,14 @@ def full_disk_then_freed(app: Settings, engine: Engine, github: FakeGitHub, disk
         details = client.get("/healthz/details")  # the reason, behind the ops token
         assert details.status_code == 503 and "full" in details.json()["error"]
         # The worker meets it (a job or its loop), and keeps meeting it.
-        wait_until(lambda: disk_full_errors(caplog) >= 3, timeout=60)
+        wait_until(lambda: disk_full_errors(caplog) >= 3)
         assert state.worker_alive()
         assert "failed" not in state.store.job_counts(), "no job is given up while the disk is full"
         disk.free(state)
         assert client.get("/healthz/ready").status_code == 200
         recover_refused(client, state, missed)
         assert len(missed) == refused
-        counts = wait_idle(client, timeout=60)
+        counts = wait_idle(client)
         assert state.worker_alive()
     assert counts == {"done": len(queued) + len(DURING)}
     assert bot_comment_counts(github, queued + DURING) == dict.fromkeys(queued + DURING, 1)

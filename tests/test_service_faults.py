@@ -103,7 +103,7 @@ def test_the_worker_survives_a_failed_outcome_write_and_the_job_ends_in_one_comm
             def hold() -> None:  # until the worker has failed to record the outcome
                 with WriteLock(database_file(settings)):
                     held.set()
-                    wait_until(lambda: "its outcome could not be recorded" in caplog.text, timeout=60)
+                    wait_until(lambda: "its outcome could not be recorded" in caplog.text)
 
             lock = threading.Thread(target=hold)
             lock.start()
@@ -146,7 +146,7 @@ def test_a_fifteen_minute_outage_then_rate_limits_and_drops_end_in_one_comment_p
     with running_service(settings, engine) as client:
         for number in NUMBERS:
             assert deliver(client, issue_payload(github, number=number)).status_code == 202
-        assert wait_idle(client, timeout=60) == {"done": len(NUMBERS)}
+        assert wait_idle(client) == {"done": len(NUMBERS)}
         jobs = [state_of(client).store.job(i) for i in range(1, len(NUMBERS) + 1)]
     assert time.monotonic() - started >= 900 * scale + 1.0, "the jobs waited the outage out"
     assert_one_comment_each(github)

@@ -14,6 +14,7 @@ import pytest
 
 from bot.comment import has_marker
 from bot.engine import Engine
+from bot.service.queue.worker import Worker
 from bot.settings import Settings
 from tests.fake_github import (
     COMMENTS,
@@ -44,16 +45,22 @@ def opened(github: FakeGitHub, number: int = 42, **issue: Any) -> dict[str, Any]
 
 def test_signed_issue_opened_is_acknowledged_at_once_then_commented_once(
         app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
-    with running_service(app_settings, engine) as client, ThreadPoolExecutor(1) as pool:
-        posting = github.hold("POST", COMMENTS)  # the triage cannot finish until this is released
+    with running_service(app_settings, engine, run_worker=False) as client:
+        # No worker runs yet: the answer comes all the same (the ack never waits for a triage), the job queued.
+        pool = ThreadPoolExecutor(1)
         try:
-            # The answer comes while the comment is still held: the ack never waits for the triage.
             response = pool.submit(deliver, client, opened(github)).result(timeout=60)
-            assert response.status_code == 202 and response.json()["status"] == "queued"
-            assert github.comments_on(REPO, 42) == []
         finally:
-            posting.release()
-        assert wait_idle(client, timeout=60) == {"done": 1}
+            pool.shutdown(wait=False)
+        assert response.status_code == 202 and response.json()["status"] == "queued"
+        state = state_of(client)
+        assert state.store.job_counts() == {"queued": 1} and github.work_requests() == []
+        worker = Worker(state)
+        worker.start()
+        try:
+            assert wait_idle(client) == {"done": 1}
+        finally:
+            worker.stop(10.0)
     [comment] = github.comments_on(REPO, 42)
     body = comment["body"]
     assert comment["user"]["type"] == "Bot" and has_marker(body)

@@ -7,7 +7,7 @@ import json
 import logging
 import re
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import pytest
@@ -20,6 +20,7 @@ from tests.fake_github import (
     COMMENTS,
     REPO,
     SECRET,
+    WAIT_S,
     FakeGitHub,
     deliver,
     github_holding,
@@ -45,19 +46,20 @@ def opened(github: FakeGitHub, number: int = 42, **issue: Any) -> dict[str, Any]
 
 def test_signed_issue_opened_is_acknowledged_at_once_then_commented_once(
         app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
-    with running_service(app_settings, engine, run_worker=False) as client:
-        # No worker runs yet: the answer comes all the same (the ack never waits for a triage), the job queued.
-        pool = ThreadPoolExecutor(1)
-        try:
-            response = pool.submit(deliver, client, opened(github)).result(timeout=60)
-        finally:
-            pool.shutdown(wait=False)
-        assert response.status_code == 202 and response.json()["status"] == "queued"
+    with running_service(app_settings, engine, run_worker=False) as client, ThreadPoolExecutor(1) as pool:
         state = state_of(client)
-        assert state.store.job_counts() == {"queued": 1} and github.work_requests() == []
         worker = Worker(state)
+        # No worker runs yet: the answer comes all the same (the ack never waits for a triage), the job queued.
+        answer = pool.submit(deliver, client, opened(github))
+        # Failed below if it did not come: once the worker has let a waiting ack go, so that the service can stop.
+        answered_before_any_triage = bool(wait([answer], timeout=60).done)
+        queued, work = state.store.job_counts(), github.work_requests()
         worker.start()
         try:
+            response = answer.result(timeout=WAIT_S)
+            assert answered_before_any_triage, "the ack waited for the triage"
+            assert response.status_code == 202 and response.json()["status"] == "queued"
+            assert queued == {"queued": 1} and work == []
             assert wait_idle(client) == {"done": 1}
         finally:
             worker.stop(10.0)

@@ -676,14 +676,18 @@ def deliver(client: TestClient, payload: dict[str, Any] | bytes, event: str = "i
     return client.post("/webhook", content=body, headers=headers)
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+# Generous: what the tests wait for takes a second or two, but a machine shared with other work can be slow.
+WAIT_S = 120.0
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = WAIT_S) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out waiting"
         time.sleep(0.02)
 
 
-def wait_idle(client: TestClient, timeout: float = 30.0) -> dict[str, int]:
+def wait_idle(client: TestClient, timeout: float = WAIT_S) -> dict[str, int]:
     """Wait until no job is queued or running; the job counts by status."""
     store = state_of(client).store
     wait_until(lambda: not {"queued", "running"} & set(store.job_counts()), timeout)

@@ -83,6 +83,44 @@ def test_a_bot_event_and_a_missing_token_are_handled_in_one_line(github: FakeGit
     assert broken.stderr.count("\n") == 1 and "GITHUB_EVENT_PATH" in broken.stderr
 
 
+READER = "carol-reader"  # a collaborator whose role is read: GitHub calls her a COLLABORATOR all the same
+PERMISSION = f"/repos/{REPO}/collaborators/{READER}/permission"
+
+
+def triage_command(github: FakeGitHub, number: int, author: str = READER) -> dict[str, object]:
+    """`/triage` commented on issue `number` by `author`, a collaborator (the payload's association)."""
+    payload = issue_payload(github, "issue-comment-created", number=number)
+    payload["comment"] |= {"body": "/triage", "author_association": "COLLABORATOR",
+                           "user": payload["comment"]["user"] | {"login": author}}
+    payload["sender"] = payload["sender"] | {"login": author}
+    return payload
+
+
+def test_triage_from_a_read_only_collaborator_is_refused_and_the_output_says_why(github: FakeGitHub,
+                                                                                 tmp_path: Path) -> None:
+    github.repos[REPO].permissions[READER] = "read"
+    run = run_step(github, triage_command(github, 11), "issue_comment", tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "command without a triage role"
+    assert [r.path for r in github.requests] == [PERMISSION]  # her role was asked for, and nothing else done
+    assert github.writes() == [] and github.bot_comments(REPO, 11) == []
+
+
+@pytest.mark.parametrize("status, message", [(403, "Resource not accessible by integration"),
+                                             (500, "Server Error")], ids=["forbidden", "server-error"])
+def test_triage_whose_role_cannot_be_read_is_refused_and_the_output_says_why(
+        github: FakeGitHub, tmp_path: Path, status: int, message: str) -> None:
+    """Without API access to the collaborator's role, the payload's COLLABORATOR (which a read-only collaborator
+    has too) is not taken for a role that may triage: the step fails, naming the lookup that failed."""
+    github.repos[REPO].permissions[READER] = "read"
+    github.fail("GET", PERMISSION, *[(status, {}, message)] * 10)  # every retry of the lookup fails
+    run = run_step(github, triage_command(github, 12), "issue_comment", tmp_path)
+    assert run.returncode != 0 and "Traceback" not in run.stderr, run.stderr
+    assert f"role of {READER} on {REPO}" in run.stderr and f"GitHub answered {status} {message}" in run.stderr
+    assert {r.path for r in github.requests} == {PERMISSION}
+    assert github.writes() == [] and github.bot_comments(REPO, 12) == []
+
+
 # --- the example workflow (examples/github-action.yml) -----------------------------------------------------------
 
 WORKFLOW = Path(__file__).parent.parent / "examples" / "github-action.yml"
@@ -103,13 +141,36 @@ def access_script() -> str:
 
 def run_access_step(github: FakeGitHub, event: str, commenter: str, tmp_path: Path) -> str:
     """The access job's script as the runner runs it (bash -eo pipefail), against the fake GitHub."""
+    return access_step(github, event, commenter, tmp_path)[0]
+
+
+def access_step(github: FakeGitHub, event: str, commenter: str, tmp_path: Path) -> tuple[str, str]:
+    """The access job's output (`allowed=...`) and its log (stdout)."""
     output = tmp_path / f"output-{event}-{commenter}"
+    output.unlink(missing_ok=True)
     env = {"PATH": os.environ["PATH"], "GITHUB_API_URL": github.base_url, "GITHUB_REPOSITORY": REPO,
            "GITHUB_OUTPUT": str(output), "GITHUB_TOKEN": WORKFLOW_TOKEN, "EVENT_NAME": event, "COMMENTER": commenter}
     run = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", access_script()],
-                         capture_output=True, text=True, env=env, timeout=60)
+                         capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 0, run.stderr
-    return output.read_text(encoding="utf-8").strip()
+    return output.read_text(encoding="utf-8").strip(), run.stdout
+
+
+def test_the_access_job_refuses_triage_from_a_reader_and_when_the_role_cannot_be_read_and_says_why(
+        github: FakeGitHub, tmp_path: Path) -> None:
+    github.repos[REPO].permissions.update({READER: "read", "dave-writer": "write"})
+    allowed, log = access_step(github, "issue_comment", READER, tmp_path)
+    assert (allowed, log.strip()) == ("allowed=false", f"/triage from {READER} (role: read): allowed=false")
+    # Without API access to the role (the token may not read it, GitHub fails): nobody is allowed, not even a
+    # writer, and the log says that the lookup failed, not that the role is lacking.
+    writer = f"/repos/{REPO}/collaborators/dave-writer/permission"
+    for status, tries in ((403, 1), (502, 4)):  # curl --retry 3 tries a 502 again, three times
+        github.fail("GET", writer, *[(status, {}, "Resource not accessible by integration")] * tries)
+        allowed, log = access_step(github, "issue_comment", "dave-writer", tmp_path)
+        assert allowed == "allowed=false", status
+        assert f"::warning::/triage from dave-writer is not run: the collaborator-permission lookup failed " \
+               f"(HTTP {status})" in log, log
+    assert access_step(github, "issue_comment", "dave-writer", tmp_path)[0] == "allowed=true"  # once it answers
 
 
 def test_only_admin_maintain_write_and_triage_roles_may_run_triage_from_a_comment(github: FakeGitHub,

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
+import pytest
+
 from bot.comment import CommentPolicy, compose_comment, has_marker
 from bot.domain import Case, Issue, TriageResult
 from bot.engine import Engine, fit_engine
+from bot.predictors.knn import KnnPredictor
 from bot.settings import AXES, Settings
 from bot.taxonomy import Taxonomy
 
@@ -136,11 +142,22 @@ def test_hostile_text_of_a_neighbour_is_escaped_in_the_comment(private_engine: E
     assert "@everyone" not in comment and "<img" not in comment and "](https://evil.example)" not in comment
 
 
-def test_a_knn_engine_loaded_from_the_cache_sees_added_cases(settings: Settings, engine: Engine) -> None:
+def test_a_knn_engine_loaded_from_the_cache_is_not_fitted_again_and_sees_added_cases(
+        settings: Settings, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cases = engine.index.cases[:200]
-    knn_settings = settings.model_copy(update={"predictor": "knn"})
-    fit_engine(knn_settings, list(cases), embedder=engine.embedder)  # fills the fitted-model cache
+    knn_settings = settings.model_copy(update={"predictor": "knn", "state_dir": tmp_path})  # an empty cache
+    fitted = fit_engine(knn_settings, list(cases), embedder=engine.embedder)  # fills the fitted-model cache
+    assert len(list((knn_settings.cache_dir / "fitted").glob("*.npz"))) == 1
+
+    def refit(self: KnnPredictor, data: object) -> None:
+        raise AssertionError("fitted again (the predictor or its calibration folds) although a fitted copy is cached")
+
+    monkeypatch.setattr(KnnPredictor, "fit", refit)
     loaded = fit_engine(knn_settings, list(cases), embedder=engine.embedder)
+    assert loaded.calibrator.support == fitted.calibrator.support and loaded.calibrator.points
+    for axis, (xs, ys) in fitted.calibrator.points.items():
+        assert np.array_equal(loaded.calibrator.points[axis][0], xs)
+        assert np.array_equal(loaded.calibrator.points[axis][1], ys)
     new = Case(id="o/r#77", title="Expert-parallel all-to-all returns garbage tokens", body="MoE output wrong",
                url="https://github.com/o/r/issues/77", labels={"symptom": "incorrect_output"})
     loaded.add_cases([new])

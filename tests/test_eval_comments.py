@@ -56,7 +56,7 @@ def test_eval_comments_comments_each_fold_as_opened_and_writes_the_table_and_the
     assert summary["labels_and_asks_only"] == 0 and summary["links_after"] == 0
     assert summary["links_other_repo_unshared"] == 0 and summary["links_in_post"] == 0
     assert summary["evidence"]["issues"] == 0  # one repository only
-    assert 0 <= summary["posted_share"] <= 1 and results["provenance"]["git"]
+    assert results["provenance"]["git"]
     samples = results["samples"]
     assert all("Fixed on main" not in (s["comment"] or "") for s in samples)  # the later comment is never read
     if memory:  # the memory recalls the repository's earlier threads: "Seen before" as the App shows it
@@ -65,9 +65,13 @@ def test_eval_comments_comments_each_fold_as_opened_and_writes_the_table_and_the
     lines = [json.loads(line) for line in (out / "comments.jsonl").read_text().splitlines()]
     assert len(lines) == summary["issues"] and {"made/up#1", "made/up#2"} & {line["id"] for line in lines} == set()
     posted = [line["comment"] for line in lines if line["comment"]]
-    assert all(c.startswith("<!-- ddl-triage v1") and "](https://github.com/" not in c for c in posted)
+    assert posted and all(c.startswith("<!-- ddl-triage v1") and "](https://github.com/" not in c for c in posted)
+    # The share posted is the comments written out over the issues commented on, and the table shows it.
+    share = round(len(posted) / len(lines), 3)
+    assert (summary["posted"], summary["posted_share"]) == (len(posted), share)
     table = (out / "comments.md").read_text()
-    assert "| share posted |" in table and "Regenerate: `python -m eval comments --task" in table
+    assert f"| share posted | {len(posted)} ({100 * share:.0f}%) |" in table
+    assert "Regenerate: `python -m eval comments --task" in table
     assert "2 windows without an opening post not scored" in table
     assert table.strip() in proc.stdout
 

@@ -11,8 +11,21 @@ import pytest
 from bot.engine import Engine
 from bot.memory.store import MemoryStore
 from bot.memory.sync import sync_repository
+from bot.service.handlers.dispatch import execute_job
+from bot.service.queue.jobs import Job
+from bot.service.queue.worker import Worker
+from bot.service.state import ServiceState
 from bot.settings import Settings
-from tests.fake_github import REPO, FakeGitHub, deliver, github_holding, running_service, state_of, wait_idle
+from tests.fake_github import (
+    REPO,
+    FakeGitHub,
+    deliver,
+    github_holding,
+    running_service,
+    state_of,
+    wait_idle,
+    wait_until,
+)
 from tests.memory_helpers import installation_client, installation_payload, listing_pages
 
 SEEDED = 250
@@ -79,12 +92,23 @@ def test_a_limit_stops_inside_a_page_and_the_next_run_finishes_it(
 def test_installing_the_app_syncs_the_repository_in_slices_and_a_service_restart_resumes(
         app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
     settings = app_settings.model_copy(update={"memory_sync_pages_per_job": 1, "memory_page_interval_s": 0.0})
-    with running_service(settings, engine) as client:
+    with running_service(settings, engine, run_worker=False) as client:
+        state = state_of(client)
+
+        def one_job_then_stop(state: ServiceState, job: Job) -> str:
+            outcome = execute_job(state, job)
+            worker.request_stop()  # the worker takes no other job: the service stops after the first slice
+            return outcome
+
+        worker = Worker(state, execute=one_job_then_stop)
+        worker.start()
         assert deliver(client, installation_payload("created", [REPO]), "installation").status_code == 202
-        memory = state_of(client).memory
+        wait_until(lambda: not worker.alive, timeout=120)  # it ran one job, the first slice, and stopped
+        memory = state.memory
         assert memory is not None
-        from tests.fake_github import wait_until
-        wait_until(lambda: memory.store.count(REPO) >= 100)
+        cursor = memory.store.cursor(REPO)
+        assert memory.store.count(REPO) == 100 and cursor is not None and cursor.status == "running"
+        assert state.store.job_counts() == {"done": 1, "queued": 1}, "the rest waits as a queued continuation"
     # The service stopped mid-sync (one slice of 100 done); a new one picks the queued rest up.
     with running_service(settings, engine) as client:
         counts = wait_idle(client, timeout=120)

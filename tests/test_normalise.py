@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from bot.domain import Issue
-from bot.normalise import extract_environment, normalise
+from bot.normalise import MAX_BODY_CHARS, MAX_INPUT_CHARS, MAX_SIGNAL_LINES, extract_environment, normalise
 
 TEMPLATE = """**Describe the bug**
 A clear and concise description of what the bug is.
@@ -76,12 +76,23 @@ def test_a_long_one_line_paragraph_is_kept_not_emptied() -> None:
     assert "RuntimeError: NCCL error" in result.body and len(result.body) <= 4100
 
 
-def test_a_megabyte_of_headings_and_errors_keeps_head_and_tail() -> None:
+def test_a_megabyte_of_headings_and_errors_keeps_the_head_and_at_most_the_first_signal_lines() -> None:
     body = "Intro line.\n" + "".join(f"## Section {i}\nValueError: bad value {i}\n" for i in range(40000))
     result = normalise(Issue(title="t", body=body))
-    assert "Intro line." in result.body
-    assert result.signal[0].startswith("ValueError: bad value")
-    assert "ValueError: bad value 39999" in result.signal or len(result.signal) == 40
+    assert result.body.startswith("Intro line.") and len(result.body) <= MAX_BODY_CHARS + 100
+    assert result.signal == tuple(f"ValueError: bad value {i}" for i in range(MAX_SIGNAL_LINES))
+
+
+def test_the_final_error_of_a_megabyte_log_is_read_from_its_tail() -> None:
+    """The error at the end of a giant paste lies beyond the head that the clip keeps: only its tail has it."""
+    noise = "".join(f"## Section {i}\nstep {i}: loss 2.{i % 97:02d}\n" for i in range(40000))
+    body = "Intro line.\n" + noise + "RuntimeError: NCCL communicator was aborted on rank 3\n"
+    assert len(body) > 4 * MAX_INPUT_CHARS
+    result = normalise(Issue(title="t", body=body))
+    assert result.body.startswith("Intro line.")
+    assert result.signal == ("RuntimeError: NCCL communicator was aborted on rank 3",)
+    assert (result.failure.exception, result.failure.message) == ("RuntimeError",
+                                                                  "NCCL communicator was aborted on rank 3")
 
 
 def test_the_normaliser_reads_the_failure_and_its_signatures_once_from_title_and_body() -> None:

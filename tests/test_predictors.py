@@ -119,3 +119,58 @@ def test_the_structured_views_leave_root_cause_and_fix_pattern_as_linear_fused_h
         assert mine["root_cause"] == theirs["root_cause"] and mine["fix_pattern"] == theirs["fix_pattern"]
     views = structured.view_distributions(queries)
     assert set(views) == {"embedding", "words", "title", "chars", "cues", "structure"}
+
+
+def _traceback(function: str, error: str) -> str:
+    return ("```\nTraceback (most recent call last):\n"
+            '  File "/venv/lib/python3.10/site-packages/deepspeed/runtime/engine.py", line 1822, in '
+            f"{function}\n    result = self.module(*inputs)\n{error}\n```")
+
+
+# Reports whose kind only the cues tell apart, and whose stage only the traceback's frames tell apart: the text of
+# every bug report is the same but for the function of its innermost frame.
+CUE_AND_STRUCTURE_CASES = {
+    "bug, in forward": ("[BUG] DeepSpeed run fails with a RuntimeError", _traceback("forward", "RuntimeError: bad"),
+                        {"kind": "bug_report", "stage": "training"}),
+    "bug, in from_pretrained": ("[BUG] DeepSpeed run fails with a RuntimeError",
+                                _traceback("from_pretrained", "RuntimeError: bad"),
+                                {"kind": "bug_report", "stage": "data_model_preparation"}),
+    "question": ("How can I run DeepSpeed with this?", "Is there a way to do it? Any suggestions?",
+                 {"kind": "usage_question", "stage": None}),
+}
+
+
+def _cue_and_structure_toy(taxonomy: Taxonomy) -> TrainingSet:
+    """The cases above, four of each, on one and the same embedding vector (the embedding tells nothing)."""
+    cases = [Case(id=f"v#{n}", title=title, body=body, url=f"https://github.com/v/v/issues/{n}", labels=labels)
+             for n, (title, body, labels) in enumerate(v for _ in range(4) for v in CUE_AND_STRUCTURE_CASES.values())]
+    texts = [normalise(c).text for c in cases]
+    vectors = np.tile(np.array([[1.0, 0.0, 0.0, 0.0]], dtype=np.float32), (len(cases), 1))
+    return TrainingSet.build(CaseIndex(cases, vectors), texts, taxonomy, use_silver=True)
+
+
+def test_the_cue_and_structure_views_learn_what_only_they_can_read(taxonomy: Taxonomy) -> None:
+    """The cue view tells a question from a bug report by its title and phrasing; the structure view tells the
+    stage by the innermost frame's function; and the fused prediction follows them on the axes they speak to."""
+    data = _cue_and_structure_toy(taxonomy)
+    predictor = StructuredPredictor()
+    predictor.fit(data)
+    queries = [Query(issue=normalise(Case(title=title, body=body)), vector=data.index.vectors[0],
+                     hits=data.index.nearest(data.index.vectors[:1], 5)[0])
+               for title, body, _ in CUE_AND_STRUCTURE_CASES.values()]
+    views = predictor.view_distributions(queries)
+    fused = predictor.predict_proba(queries)
+    expected = [labels for _, _, labels in CUE_AND_STRUCTURE_CASES.values()]
+
+    def top(dist: dict[str, float]) -> tuple[str, float]:
+        return max(dist.items(), key=lambda kv: kv[1])
+
+    for case, cues, structure, prediction, labels in zip(CUE_AND_STRUCTURE_CASES, views["cues"], views["structure"],
+                                                        fused, expected, strict=True):
+        label, p = top(cues["kind"])
+        assert (label, p > 0.6) == (labels["kind"], True), (case, cues["kind"])
+        assert top(prediction["kind"])[0] == labels["kind"], case
+        if labels["stage"]:
+            label, p = top(structure["stage"])
+            assert (label, p > 0.6) == (labels["stage"], True), (case, structure["stage"])
+            assert top(prediction["stage"])[0] == labels["stage"], case

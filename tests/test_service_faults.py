@@ -60,11 +60,25 @@ def test_a_locked_database_gets_503_with_retry_after_and_the_worker_carries_on(
         app_settings: Settings, engine: Engine, github: FakeGitHub, caplog: pytest.LogCaptureFixture) -> None:
     settings = app_settings.model_copy(update={"ack_timeout_s": 0.3})
     with running_service(settings, engine) as client:
-        with WriteLock(database_file(settings)):
-            started = time.perf_counter()
+        held, answered, released = threading.Event(), threading.Event(), threading.Event()
+
+        def hold() -> None:  # until the answer is in (or a generous deadline: an ack that waits ends, not hangs)
+            with WriteLock(database_file(settings)):
+                held.set()
+                answered.wait(60)
+            released.set()
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        try:
+            assert held.wait(60)
             refused = deliver(client, issue_payload(github, number=42), delivery_id="refused")
-            assert time.perf_counter() - started < 2.0, "the ack does not wait on the lock"
-            assert refused.status_code == 503 and refused.headers["retry-after"] == "60"
+            answered_while_held = not released.is_set()
+        finally:
+            answered.set()
+            holder.join()
+        assert answered_while_held, "the ack waited for the lock instead of answering within ack_timeout_s"
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "60"
         assert state_of(client).worker_alive()
         for number in NUMBERS:  # GitHub's redelivery of the refused one, and the others
             again = deliver(client, issue_payload(github, number=number), delivery_id=f"d-{number}"
@@ -86,10 +100,10 @@ def test_the_worker_survives_a_failed_outcome_write_and_the_job_ends_in_one_comm
         if not locks:
             held = threading.Event()
 
-            def hold() -> None:
+            def hold() -> None:  # until the worker has failed to record the outcome
                 with WriteLock(database_file(settings)):
                     held.set()
-                    time.sleep(1.5)
+                    wait_until(lambda: "its outcome could not be recorded" in caplog.text)
 
             lock = threading.Thread(target=hold)
             lock.start()
@@ -132,7 +146,7 @@ def test_a_fifteen_minute_outage_then_rate_limits_and_drops_end_in_one_comment_p
     with running_service(settings, engine) as client:
         for number in NUMBERS:
             assert deliver(client, issue_payload(github, number=number)).status_code == 202
-        assert wait_idle(client, timeout=60) == {"done": len(NUMBERS)}
+        assert wait_idle(client) == {"done": len(NUMBERS)}
         jobs = [state_of(client).store.job(i) for i in range(1, len(NUMBERS) + 1)]
     assert time.monotonic() - started >= 900 * scale + 1.0, "the jobs waited the outage out"
     assert_one_comment_each(github)

@@ -23,6 +23,7 @@ from bot.service.queue.jobs import Decision
 from bot.service.queue.store import Store
 from bot.settings import Settings
 from tests.fake_github import FakeGitHub, app_settings_for, deliver, issue_payload, running_service, wait_idle
+from tests.services import missing_service
 
 
 def _free_port() -> int:
@@ -45,17 +46,20 @@ class PostgresCluster:
 
 @pytest.fixture(scope="module")
 def postgres_cluster() -> Iterator[PostgresCluster]:
-    """A throwaway PostgreSQL cluster (initdb + pg_ctl) for this module; skipped without the binaries."""
+    """A throwaway PostgreSQL cluster (initdb + pg_ctl) for this module; without the binaries: skipped, or a
+    failure in CI (tests/services.py)."""
     bins = [p for p in sorted(Path("/usr/lib/postgresql").glob("*/bin")) if (p / "initdb").exists()]
     if not bins:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found under /usr/lib/postgresql/*/bin")
+        missing_service("PostgreSQL server binaries (initdb, pg_ctl) not found under /usr/lib/postgresql/*/bin",
+                        "install them with `apt-get install postgresql` (Debian, Ubuntu; .ci/run does this)")
     prefix: list[str] = []
     data = Path(tempfile.mkdtemp(prefix="ddl-triage-pg-"))
     if os.geteuid() == 0:  # initdb refuses to run as root
         try:
             user = pwd.getpwnam("postgres")
         except KeyError:
-            pytest.skip("running as root and there is no 'postgres' user to run initdb as")
+            missing_service("running as root and there is no 'postgres' user to run initdb as (initdb refuses root)",
+                            "install Debian's postgresql package, which creates it, or run the tests as another user")
         os.chown(data, user.pw_uid, user.pw_gid)
         prefix = ["runuser", "-u", "postgres", "--"]
     port = _free_port()

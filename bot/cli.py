@@ -239,30 +239,15 @@ def action(
     typer.echo(run_action(settings))
 
 
-@app.command()
-def replay(
-    payload: Annotated[Path, typer.Argument(help="A saved webhook delivery body (JSON).")],
-    url: Annotated[str, typer.Option(help="The running service's webhook URL.")] = "http://127.0.0.1:8000/webhook",
-    event: Annotated[str, typer.Option(help="X-GitHub-Event of the delivery.")] = "issues",
-    delivery: Annotated[str | None, typer.Option(help="X-GitHub-Delivery id (default: a new one).")] = None,
-) -> None:
-    """Sign a saved delivery with DDL_TRIAGE_WEBHOOK_SECRET and send it to a running service."""
-    from bot.service.web.replay import replay_delivery
-
-    settings = load_settings()
-    status, text = replay_delivery(settings, payload, url, event, delivery)
-    typer.echo(f"{status} {text}")
-    if status >= 400:
-        raise typer.Exit(1)
-
-
 def _register_subcommands() -> None:
+    from bot.config_cli import register as register_config  # config check, labels list|create
     from bot.memory_cli import register as register_memory  # history sync, backtest
     from bot.pack_cli import pack_app
     from bot.service.cli_commands import register as register_service_commands
 
     app.add_typer(pack_app, name="pack")
     register_memory(app)
+    register_config(app)
     register_service_commands(app)
 
 

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -80,20 +81,26 @@ def run(
              "sees it; records without one train but are not scored) or `thread` (the whole window: an upper "
              "bound, reported apart).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="One repetition of the cross-validation (--repeats 1), whatever the task says.")] = False,
 ) -> None:
     """Cross-validate (or transfer) every predictor and write results.json, report.md and plots."""
+    from eval.estimate import describe_estimate
     from eval.progress import Reporter
     from eval.report import headline_table, write_outputs
-    from eval.runner import count_jobs, run_benchmark
+    from eval.runner import job_predictors, run_benchmark
 
+    if quick and repeats not in (None, 1):
+        raise ConfigError(f"--quick runs one repetition; drop --repeats {repeats} or --quick")
     settings = load_settings()
     config = build_config(settings, task=task, dataset=dataset, extra_cases=extra_cases,
                           no_extra_cases=no_extra_cases, train_on=train_on, predictors=predictors, folds=folds,
-                          seed=seed, bootstrap=bootstrap, fit_cache=fit_cache, repeats=repeats,
+                          seed=seed, bootstrap=bootstrap, fit_cache=fit_cache, repeats=1 if quick else repeats,
                           baseline=baseline, calibrate=calibrate, text=text)
-    total = count_jobs(config)
-    workers = max(1, min(jobs or min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS), total))
-    with Reporter(total, enabled=not quiet) as reporter:
+    planned = job_predictors(config)
+    workers = max(1, min(jobs or min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS), len(planned)))
+    print(describe_estimate(settings.cache_dir, planned, config.calibrate, workers), file=sys.stderr, flush=True)
+    with Reporter(len(planned), enabled=not quiet) as reporter:
         results = run_benchmark(config, settings, reporter, workers=workers,
                                 command=shlex.join(["python", "-m", "eval", *sys.argv[1:]]))
     written = write_outputs(results, out)
@@ -267,15 +274,30 @@ def list_tasks() -> None:
               f"{', '.join(t.predictors)} |")
 
 
+class Stopped(BaseException):
+    """Ctrl-C or SIGTERM: unwinds the run (which stops its workers) past click's own handling of Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise Stopped(signum)
+
+
 def main() -> None:
     """Entry point: domain errors become one line on stderr and a non-zero exit, never a traceback."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _stop)
     try:
         app(standalone_mode=True)
     except TriageError as exc:
         fail(str(exc))
-    except KeyboardInterrupt:
-        fail("interrupted", 130)
+    except (KeyboardInterrupt, Stopped) as exc:
+        how = "terminated" if getattr(exc, "signum", signal.SIGINT) == signal.SIGTERM else "interrupted"
+        fail(f"{how}: stopped, with every worker process", 128 + getattr(exc, "signum", signal.SIGINT))
     except Exception as exc:  # the catch-all of the CLI boundary
         logging.getLogger(__name__).debug("internal error", exc_info=True)
         fail(f"internal error ({type(exc).__name__}: {exc}); please report it with the command you ran", 70)

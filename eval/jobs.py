@@ -2,11 +2,16 @@
 
 Jobs are independent and seeded, so running them in parallel gives the same numbers as running them
 one after the other. Workers are spawned (not forked) because the parent may hold a loaded torch model.
+A worker ignores Ctrl-C (the terminal sends it to every process of the group: the parent decides) and exits
+when its parent is gone; an interrupted or failed run terminates every worker before it returns.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -23,6 +28,8 @@ from eval.scoring import Sample, sample_record
 from eval.splits import Split
 
 INLINE_ONLY = frozenset({"llm"})  # one model in memory and one answer cache writer: never in a worker
+PARENT_POLL_S = 1.0  # how often a worker checks that its parent still runs
+STOP_GRACE_S = 5.0  # how long a terminated worker gets before it is killed
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,7 @@ class JobOutput:
     usage: object
     describe: dict[str, object]
     model_id: str
+    fitted: bool = True  # False: the fitted model came from the cache (its time says nothing of a fit)
 
 
 def make_embedder(settings: Settings) -> Embedder:
@@ -65,16 +73,48 @@ def run_job(job: Job, embedder: Embedder | None = None, progress: Progress | Non
 
 def _fit_and_predict(job: Job, embedder: Embedder, progress: Progress | None) -> JobOutput:
     clock = time.monotonic()
+    fitted = False
+
+    def watch(task: str, advance: int, total: int) -> None:  # the engine says "fitting predictor" on a cache miss
+        nonlocal fitted
+        fitted = fitted or task == "fitting predictor"
+        if progress is not None:
+            progress(task, advance, total)
+
     engine = fit_engine(job.settings, job.split.train, embedder=embedder, predictor_name=job.predictor,
                         taxonomy=load_taxonomy(job.settings.taxonomy), calibrate=job.calibrate, use_cache=job.fit_cache,
-                        progress=progress)
-    fitted = time.monotonic()
+                        progress=watch)
+    fit_done = time.monotonic()
     results = engine.triage_many(job.split.test, progress=progress)
     samples = [sample_record(case, result, job.split.fold, job.hashes[case.id], job.split.repeat)
                for case, result in zip(job.split.test, results, strict=True)]
-    return JobOutput(job.predictor, job.split.fold, job.split.repeat, samples, fit_s=fitted - clock,
-                     predict_s=time.monotonic() - fitted, usage=getattr(engine.predictor, "usage", None),
-                     describe=engine.predictor.describe(), model_id=engine.model_id)
+    return JobOutput(job.predictor, job.split.fold, job.split.repeat, samples, fit_s=fit_done - clock,
+                     predict_s=time.monotonic() - fit_done, usage=getattr(engine.predictor, "usage", None),
+                     describe=engine.predictor.describe(), model_id=engine.model_id, fitted=fitted)
+
+
+def _worker_init(parent: int) -> None:
+    """In each worker: Ctrl-C is the parent's to handle, and the worker never outlives the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(parent,), name="exit-with-parent", daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    while os.getppid() == parent:  # re-parented: the run was killed without a chance to stop its workers
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
+
+
+def stop_workers(processes: list[multiprocessing.process.BaseProcess]) -> None:
+    """Terminate every worker (SIGTERM), then kill the ones still there after the grace period."""
+    for process in processes:
+        process.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()
+            process.join(STOP_GRACE_S)
 
 
 class JobRunner:
@@ -86,12 +126,20 @@ class JobRunner:
 
     def __enter__(self) -> JobRunner:
         if self.workers > 1:
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_worker_init, initargs=(os.getpid(),))
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self._pool is not None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if self._pool is None:
+            return
+        if kind is None:
             self._pool.shutdown(cancel_futures=True)
+            return
+        # Interrupted (Ctrl-C, SIGTERM) or failed: the running jobs' results are not wanted, so their workers
+        # are stopped now rather than waited for (a fit can take minutes).
+        stop_workers(multiprocessing.active_children())
+        self._pool.shutdown(wait=True, cancel_futures=True)  # returns at once: the pool sees its workers gone
 
     def run(self, jobs: Sequence[Job], embedder: Embedder, progress: Progress | None = None
             ) -> Iterator[tuple[Job, JobOutput]]:

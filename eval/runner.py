@@ -17,6 +17,7 @@ from bot.settings import AXES, Settings
 from bot.taxonomy import Taxonomy, load_taxonomy
 from eval import provenance
 from eval.data import LoadedSet, file_sha256, load_set
+from eval.estimate import record_timings
 from eval.jobs import Job, JobOutput, JobRunner, make_embedder
 from eval.paired import compare_all
 from eval.progress import Reporter
@@ -51,10 +52,15 @@ class Context:
 
 def count_jobs(config: RunConfig) -> int:
     """Fit-and-predict jobs of a run, for the progress bar (a framework split counts as its folds)."""
+    return len(job_predictors(config))
+
+
+def job_predictors(config: RunConfig) -> list[str]:
+    """The predictor of each fit-and-predict job of a run, for the progress bar and the estimate."""
     per_dataset = 1 if config.mode == "transfer" or config.fold_by == "time" else config.folds * config.repeats
     if config.mode == "cv" and config.fold_by == "framework":
         per_dataset = config.folds
-    return len(config.evaluated_sets) * len(config.predictors) * per_dataset
+    return [name for _ in config.evaluated_sets for name in config.predictors for _ in range(per_dataset)]
 
 
 def run_benchmark(config: RunConfig, settings: Settings, reporter: Reporter, *, workers: int = 1,
@@ -202,6 +208,8 @@ def run_jobs(ctx: Context, dataset: str, splits: Sequence[Split], hashes: dict[s
         where = job.split.name or f"fold {job.split.fold + 1}"
         ctx.reporter.finished(f"{dataset} {job.predictor} repeat {job.split.repeat + 1} {where}",
                               output.fit_s + output.predict_s)
+    record_timings(ctx.settings.cache_dir, [o for found in outputs.values() for o in found], ctx.config.calibrate,
+                   ctx.jobs.workers)
     return {name: sorted(found, key=lambda o: (o.repeat, o.fold)) for name, found in outputs.items()}
 
 

@@ -47,6 +47,7 @@ class Task(_Strict):
     fold_by: FoldBy = "groups"
     seed: int = 0
     predictors: tuple[str, ...] = BASELINE_PREDICTORS
+    baseline: str = DEFAULT_BASELINE  # the predictor the paired table compares every other one with
     llm_when_configured: bool = True
     text: Text = "opened"  # test records predicted from the opening post (as the App sees them) or the thread
 
@@ -56,6 +57,13 @@ class Task(_Strict):
         unknown = [name for name in value if name not in predictor_names()]
         if unknown:
             raise ValueError(f"unknown predictors {unknown}; known: {predictor_names()}")
+        return value
+
+    @field_validator("baseline")
+    @classmethod
+    def _known_baseline(cls, value: str) -> str:
+        if value not in predictor_names():
+            raise ValueError(f"unknown predictor {value!r}; known: {predictor_names()}")
         return value
 
 
@@ -155,4 +163,5 @@ def task_config(task: Task, data_dir: Path | None, llm_configured: bool) -> RunC
     return RunConfig(task=task.name, task_version=task.version, datasets=resolve(task.datasets),
                      extra_cases=None if task.extra_cases is None else resolve(task.extra_cases),
                      train_on=resolve(task.train_on), folds=task.folds, repeats=task.repeats, pool=task.pool,
-                     fold_by=task.fold_by, seed=task.seed, predictors=predictors, text=task.text)
+                     fold_by=task.fold_by, seed=task.seed, predictors=predictors, text=task.text,
+                     baseline=task.baseline)

@@ -76,6 +76,7 @@ class FakeRepo:
     full_name: str
     issues: dict[int, dict[str, Any]] = field(default_factory=dict)
     labels: list[str] = field(default_factory=list)
+    label_details: dict[str, dict[str, Any]] = field(default_factory=dict)  # created through the API
     files: dict[str, str] = field(default_factory=dict)
     permissions: dict[str, str] = field(default_factory=dict)  # login -> collaborator role (admin ... read)
     timelines: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
@@ -397,6 +398,13 @@ class FakeGitHub:
             return self._contents(repo, "/".join(rest[1:]))
         if route == ("GET", "labels"):
             return 200, {}, [self._label(repo, name) for name in repo.labels]
+        if route == ("POST", "labels"):  # as GitHub: 422 `already_exists` for a name it has, whatever its case
+            if body["name"].casefold() in {name.casefold() for name in repo.labels}:
+                return 422, {}, {"message": "Validation Failed",
+                                 "errors": [{"resource": "Label", "code": "already_exists", "field": "name"}]}
+            repo.labels.append(body["name"])
+            repo.label_details[body["name"]] = {"color": body.get("color"), "description": body.get("description")}
+            return 201, {}, self._label(repo, body["name"])
         if method == "GET" and len(rest) == 3 and rest[0] == "collaborators" and rest[2] == "permission":
             role = repo.permissions.get(rest[1])
             if role is None:

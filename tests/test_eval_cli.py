@@ -154,7 +154,7 @@ def test_validate_stops_on_bad_lines_naming_file_line_and_field(tmp_path: Path) 
 def test_ls_lists_the_versioned_definitions(tmp_path: Path) -> None:
     done = run_eval("ls", state=tmp_path)
     assert done.returncode == 0
-    assert ("| ddl-dev-cv | 3 | cv | ddl-dev.jsonl, ddl-dev-r3.jsonl, ddl-dev-r4.jsonl | other folds + liu23.jsonl "
+    assert ("| ddl-dev-cv | 4 | cv | ddl-dev.jsonl, ddl-dev-r3.jsonl, ddl-dev-r4.jsonl | other folds + liu23.jsonl "
             "| 5 | 5 | 0 |" in done.stdout)
     assert "| ddl-dev-lofo | 2 | leave one framework out |" in done.stdout
     assert "| ddl-dev-temporal | 1 | temporal (newest 20% per repository) |" in done.stdout

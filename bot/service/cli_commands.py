@@ -1,8 +1,11 @@
-"""`ddl-triage worker` and `ddl-triage jobs list|retry`: the service's queue from the command line."""
+"""`ddl-triage worker`, `jobs list|retry`, `replay` and `decisions`: the service from the command line."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import uuid
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,8 +17,10 @@ STATUSES = ("queued", "running", "done", "failed")
 
 
 def register(app: typer.Typer) -> None:
-    """Add `worker` and `jobs` to the main command line."""
+    """Add `worker`, `jobs`, `replay` and `decisions` to the main command line."""
     app.command("worker")(worker)
+    app.command("replay")(replay)
+    app.command("decisions")(decisions)
     app.add_typer(jobs_app, name="jobs")
 
 
@@ -68,3 +73,58 @@ def jobs_retry(ids: Annotated[list[int] | None, typer.Argument(help="Job ids (se
     finally:
         store.close()
     typer.echo(f"{count} failed job(s) queued again")
+
+
+def replay(
+    payload: Annotated[Path, typer.Argument(help="A saved webhook delivery body (JSON).")],
+    url: Annotated[str, typer.Option(help="The running service's webhook URL.")] = "http://127.0.0.1:8000/webhook",
+    event: Annotated[str, typer.Option(help="X-GitHub-Event of the delivery.")] = "issues",
+    delivery: Annotated[str | None, typer.Option(help="X-GitHub-Delivery id (default: a new one).")] = None,
+    wait_s: Annotated[float, typer.Option("--wait-s", min=0, help="Seconds to wait for the decision and print its "
+                                          "comment as markdown (0: send only, print the answer).")] = 60.0,
+) -> None:
+    """Sign a saved delivery with DDL_TRIAGE_WEBHOOK_SECRET, send it to a running service, print the comment."""
+    from bot.service.web.replay import render_decision, replay_delivery, wait_for_decision
+
+    settings = Settings()
+    delivery_id = delivery or str(uuid.uuid4())
+    status, text = replay_delivery(settings, payload, url, event, delivery_id)
+    if status >= 400:
+        typer.echo(f"{status} {text}")
+        raise typer.Exit(1)
+    if wait_s == 0 or not _stores_a_decision(event, payload, text):  # no triage, so no decision to wait for
+        typer.echo(f"{status} {text}")
+        return
+    typer.echo(f"{status} {text}; waiting for the decision of delivery {delivery_id}", err=True)
+    decision = wait_for_decision(settings, url, delivery_id, wait_s)
+    if decision is None:
+        typer.echo(f"ddl-triage: error: no decision for delivery {delivery_id} within {wait_s:g} s; the job may "
+                   "still be queued or have failed (`ddl-triage jobs list`)", err=True)
+        raise typer.Exit(1)
+    typer.echo(render_decision(decision, heading=False))
+
+
+def decisions(
+    url: Annotated[str, typer.Option(help="The running service (its base URL).")] = "http://127.0.0.1:8000",
+    repo: Annotated[str | None, typer.Option("--repo", help="Only OWNER/NAME's decisions.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=500, help="How many, newest first.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="The raw JSON of GET /decisions.")] = False,
+) -> None:
+    """The latest decisions of a running service: outcome, labels shown, and each comment as markdown."""
+    from bot.service.web.replay import fetch_decisions, render_decision
+
+    found = fetch_decisions(Settings(), url, repo, limit)
+    if as_json:
+        typer.echo(json.dumps({"decisions": found}, indent=2, ensure_ascii=False))
+        return
+    typer.echo("\n\n".join(render_decision(d) for d in found) if found else "no decisions yet")
+
+
+def _stores_a_decision(event: str, payload: Path, answer: str) -> bool:
+    """Whether the accepted delivery triages an issue (opened, edited, reopened), so a decision will be stored."""
+    try:
+        status = json.loads(answer).get("status")
+        action = json.loads(payload.read_bytes()).get("action")
+    except (ValueError, AttributeError, OSError):
+        return False
+    return status in ("queued", "requeued") and event == "issues" and action in ("opened", "edited", "reopened")

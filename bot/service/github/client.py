@@ -111,6 +111,17 @@ class InstallationClient:
                 self._gh.get_repo(repo).get_issue(number).add_to_labels(*to_add)
         return to_add
 
+    def label_names(self, repo: str) -> list[str]:
+        """Every label the repository has."""
+        with github_errors(f"labels of {repo}"):
+            return [label.name for label in self._gh.get_repo(repo).get_labels()]
+
+    def create_label(self, repo: str, name: str, color: str, description: str) -> None:
+        """Create one label (`ddl-triage labels create`); never edits or deletes an existing one."""
+        self._pace_write()
+        with github_errors(f"create the label {name!r} in {repo}"):
+            self._gh.get_repo(repo).create_label(name, color, description)
+
     def role_of(self, repo: str, user: str) -> str | None:
         """The collaborator's role on the repository by name (admin, maintain, write, triage, read or a custom
         role), not the legacy `permission` that folds maintain into write and triage into read; None: none."""

@@ -140,11 +140,16 @@ class Entry(BaseModel):
         """Whether the post shows this entry's next step already done (a line matching `done_when`)."""
         return any(index.matching_lines(p) for p in self._compiled["done_when"])
 
-    def diagnosis(self, matched: str, done: bool = False) -> Diagnosis:
+    def diagnosis(self, matched: str, done: bool = False, title: str = "") -> Diagnosis:
         return Diagnosis(id=self.id, title=self.title, reading=self.reading, next_step=self.next_step,
                          symptoms=list(self.symptoms), stage=self.stage, root_cause=self.root_cause,
                          fix_pattern=self.fix_pattern, ask=self.ask, matched=matched[:MAX_MATCHED_CHARS],
-                         done=done, follow_up=self.follow_up)
+                         done=done, follow_up=self.follow_up, playbook=self.is_playbook(matched, title))
+
+    def is_playbook(self, matched: str, title: str) -> bool:
+        """Whether the match is the title's words alone: a `title_patterns` hit with no `requires` evidence."""
+        return (not self.requires and matched == title
+                and self._first(self._compiled["title_patterns"], [title]) is not None)
 
 
 def _in_axis(taxonomy: Taxonomy, axis: str, value: str) -> str:
@@ -248,4 +253,6 @@ def diagnose(title: str, body: str, *, framework: str | None, kind: str | None,
     superseded = {other for entry, _, _ in hits for other in entry.supersedes}
     if any(not entry.fallback for entry, _, _ in hits):
         superseded |= {entry.id for entry, _, _ in hits if entry.fallback}
-    return [entry.diagnosis(line, done) for entry, line, done in hits if entry.id not in superseded][:MAX_DIAGNOSES]
+    title_line = LOG_PREFIX.sub("", (title or "")[:MAX_LINE_CHARS]).strip()
+    return [entry.diagnosis(line, done, title_line) for entry, line, done in hits
+            if entry.id not in superseded][:MAX_DIAGNOSES]

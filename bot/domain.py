@@ -87,6 +87,9 @@ class Diagnosis(BaseModel):
     matched: str = ""  # the text that matched, one line
     done: bool = False  # the post shows `next_step` already done (the entry's `done_when`)
     follow_up: str | None = None  # the step after it, shown instead when `done`
+    # Read from the title's words alone (a hang, low throughput) with nothing in the post backing it: a playbook,
+    # not a reading of this report. It rides along with a precedent but is no reason to speak on its own.
+    playbook: bool = False
 
 
 class AxisPrediction(BaseModel):

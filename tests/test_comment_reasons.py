@@ -242,3 +242,18 @@ def test_a_possible_duplicate_is_of_the_same_repository_and_the_issue_number_may
     plan = plan_comment(_result(batch_line, related=[later, _related(4999, signature=SIGNATURE)]), taxonomy,
                         CommentPolicy(), batch_line)
     assert [p.case_id for p in plan.precedents] == [f"{REPO}#4999"]
+
+
+def test_a_playbook_read_from_the_title_alone_is_no_reason_to_speak(taxonomy: Taxonomy) -> None:
+    hang = Issue(id="p", repo=REPO, title="Training hangs after a few hundred steps on 16 GPUs",
+                 body="Nothing is printed; the GPUs sit at full utilisation until I kill the job.")
+    plan, comment = compose(hang, _result(hang, symptom="hang_timeout"), taxonomy, CommentPolicy())
+    assert plan.diagnosis is not None and plan.diagnosis.playbook
+    assert "next_step" not in plan.reasons and comment is None
+    watchdog = Issue(id="w", repo=REPO, title="Training hangs after a few hundred steps",
+                     body="[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, "
+                          "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800012 "
+                          "milliseconds before timing out.")
+    plan, comment = compose(watchdog, _result(watchdog, symptom="hang_timeout"), taxonomy, CommentPolicy())
+    assert plan.diagnosis is not None and not plan.diagnosis.playbook
+    assert plan.reasons == ("next_step",) and comment is not None

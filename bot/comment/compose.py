@@ -63,7 +63,9 @@ class CommentPlan:
 
     @property
     def substance(self) -> Substance:
-        return Substance(next_step=self.diagnosis is not None, precedents=len(self.precedents),
+        # A playbook read from the title alone rides along; only a step read from the post is a reason to speak.
+        return Substance(next_step=self.diagnosis is not None and not self.diagnosis.playbook,
+                         precedents=len(self.precedents),
                          asked_before=len(self.asked_before), labels=len(self.rows), asks=len(self.asks))
 
     @property

@@ -65,7 +65,10 @@ class Settings(BaseSettings):
     max_pending_deliveries: int = Field(default=2000, ge=1)
     # Bearer token for /metrics, /decisions and the OpenAPI pages (unset: open only in shadow mode on loopback).
     ops_token: SecretStr | None = None
-    retention_days: float = 30.0  # finished jobs, their deliveries, and decisions older than this are deleted
+    # Finished and failed jobs, their deliveries, decisions and the erasure log older than this are deleted.
+    retention_days: float = 30.0
+    # A maintainer's correction (with the issue's title, body and author) is kept this long after its last one.
+    feedback_retention_days: float = 365.0
     # `serve`'s worker processes run at this niceness: on a busy machine the acknowledgements come first.
     worker_niceness: int = Field(default=19, ge=0, le=19)
 

@@ -8,6 +8,7 @@ import pytest
 
 from bot.memory.index import MemoryIndex
 from bot.memory.store import MemoryIssue, MemoryStore, SyncCursor
+from bot.memory.titles import cache_title, cached_title
 from tests.test_service_store import postgres_cluster, postgres_server, url  # noqa: F401  (fixtures: both engines)
 
 A, B = "org/a", "org/b"
@@ -48,9 +49,9 @@ def test_the_memory_tables_upsert_version_search_and_forget_per_repository(url: 
         assert index.loaded_repos() == [A], "over max_rows: the least recently used repository is evicted"
 
         store.save_cursor(SyncCursor(repo=A, page=3, synced=200))
-        store.cache_title("x/y#1", "a title", "issue", "open")
-        assert store.cached_title("x/y#1", ttl_s=60.0) is not None
-        assert store.cached_title("x/y#1", ttl_s=-1.0) is None, "an expired title is read again"
+        cache_title(store, "x/y#1", "a title", "issue", "open")
+        assert cached_title(store, "x/y#1", ttl_s=60.0) is not None
+        assert cached_title(store, "x/y#1", ttl_s=-1.0) is None, "an expired title is read again"
         assert len(store.delete_repo(A)) == 6
         assert store.count(A) == 0 and store.cursor(A) is None and store.count(B) == 1
     finally:

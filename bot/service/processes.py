@@ -15,7 +15,7 @@ from types import FrameType
 import uvicorn
 
 from bot.service.logs import configure_logging
-from bot.service.metrics_files import forget_process
+from bot.service.metrics_files import forget_process, join_shared_metrics
 from bot.service.queue.worker import Worker
 from bot.service.state import Role, ServiceOptions, build_state, connect_github, open_store
 from bot.service.web.app import create_app
@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 def run_worker_process(settings: Settings) -> None:
     """Run one worker in this process's main thread; SIGTERM or SIGINT stops it after the current job."""
     configure_logging(settings=settings)
+    join_shared_metrics()
     state = build_state(settings, Role.WORKER)
     try:
         worker = Worker(state)

@@ -66,7 +66,7 @@ def handle_comment(ctx: JobContext, event: WebhookEvent) -> str:
         # The repository turned the bot off: learn nothing there.
         if not load_repo_config(ctx.client, event.repo, ctx.engine.taxonomy).enabled:
             return disabled(ctx)
-        record_corrections(ctx.state.store, ctx.delivery_id, event, author, corrections)
+        record_corrections(ctx.state.store, ctx.delivery_id, event, author, corrections, ctx.started_at)
     # Asked for by someone with write access: answered on a member's issue too (the rest of the policy holds).
     return triage_issue(ctx, event, requested=True)
 

@@ -9,7 +9,7 @@ from bot.repo_config import CONFIG_PATH, RepoConfig, parse_repo_config
 from bot.service.errors import PermanentGitHubError
 from bot.service.github.client import InstallationClient
 from bot.service.handlers.context import JobContext
-from bot.service.queue.erasure import forget_payload
+from bot.service.retention.erasure import forget_payload
 from bot.taxonomy import Taxonomy
 
 log = logging.getLogger(__name__)

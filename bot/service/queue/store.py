@@ -21,6 +21,7 @@ from bot.storage.database import (  # StoreUnavailable and the connectors are im
     live_postgres,
     transaction,
 )
+from bot.storage.erasures import create_erasure_table, erased_since
 from bot.storage.schema import create_tables
 
 __all__ = ["Store", "StoreUnavailable", "connect_sqlite", "transaction"]
@@ -46,15 +47,21 @@ CREATE TABLE IF NOT EXISTS feedback (
     axis TEXT NOT NULL, value TEXT NOT NULL, author TEXT NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL,
     created_at DOUBLE PRECISION NOT NULL, UNIQUE (delivery_id, axis));
 CREATE INDEX IF NOT EXISTS feedback_by_repo ON feedback (repo, id);
+CREATE INDEX IF NOT EXISTS feedback_by_age ON feedback (created_at);
+CREATE INDEX IF NOT EXISTS decisions_by_repo ON decisions (repo, number);
+CREATE INDEX IF NOT EXISTS decisions_by_age ON decisions (created_at);
+CREATE INDEX IF NOT EXISTS jobs_by_issue ON jobs (issue_key);
 CREATE TABLE IF NOT EXISTS redeliveries (guid TEXT PRIMARY KEY, asked_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE IF NOT EXISTS workers (
     id TEXT PRIMARY KEY, ready INTEGER NOT NULL, beat_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE IF NOT EXISTS write_pacing (
     installation_id BIGINT PRIMARY KEY, next_write_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS github_pauses (
+    installation_id BIGINT PRIMARY KEY, paused_until DOUBLE PRECISION NOT NULL);
 """
 # Columns added after the first release: added to an older database at start-up.
 MIGRATIONS = (("jobs", "lease_token", "TEXT"), ("jobs", "lease_expires_at", "DOUBLE PRECISION"),
-              ("jobs", "write_slot", "DOUBLE PRECISION"))
+              ("jobs", "write_slot", "DOUBLE PRECISION"), ("jobs", "prepared", "TEXT"))
 JOB_COLUMNS = ("id, delivery_id, event, action, issue_key, status, attempts, last_error, received_at, "
                "lease_token, write_slot")
 # The oldest due job whose issue has no job running: one issue's jobs never race for its comment.
@@ -81,6 +88,7 @@ class Store:
         serial = "BIGSERIAL" if self.postgres else "INTEGER"
         with self._tx() as run:
             create_tables(run, self.postgres, SCHEMA.format(serial=serial))
+            create_erasure_table(run, self.postgres)
             for table, column, kind in MIGRATIONS:
                 self._add_column(run, table, column, kind)
 
@@ -226,14 +234,18 @@ class Store:
 
     # --- decisions and feedback ---------------------------------------------------------------------------
 
-    def save_decision(self, decision: Decision) -> None:
-        """One decision per delivery; a retried job overwrites its own."""
+    def save_decision(self, decision: Decision, unless_erased_since: float | None = None) -> bool:
+        """One decision per delivery; a retried job overwrites its own. Not stored (False) when its repository
+        or issue was erased since `unless_erased_since` (the job's start: an uninstall ran meanwhile)."""
         data = decision.model_copy(update={"created_at": time.time()})
         with self._tx() as run:
+            if erased_since(run, data.repo, data.number, unless_erased_since):
+                return False
             run("INSERT INTO decisions (delivery_id, repo, number, created_at, decision) "
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (delivery_id) "
                 "DO UPDATE SET created_at = excluded.created_at, decision = excluded.decision",
                 (data.delivery_id, data.repo, data.number, data.created_at, data.model_dump_json()))
+        return True
 
     def decisions(self, limit: int = 50, repo: str | None = None) -> list[Decision]:
         """The latest decisions first."""
@@ -244,10 +256,13 @@ class Store:
         return [Decision.model_validate_json(row[0]) for row in rows]
 
     def save_feedback(self, delivery_id: str, repo: str, number: int, author: str, title: str, body: str,
-                      corrections: dict[str, str]) -> None:
-        """A maintainer's corrections: each one a labelled case (the issue text with the axis value)."""
+                      corrections: dict[str, str], unless_erased_since: float | None = None) -> None:
+        """A maintainer's corrections: each one a labelled case (the issue text with the axis value); none
+        when the repository or issue was erased since `unless_erased_since`."""
         now = time.time()
         with self._tx() as run:
+            if erased_since(run, repo, number, unless_erased_since):
+                return
             for axis, value in corrections.items():
                 run("INSERT INTO feedback (delivery_id, repo, number, axis, value, author, title, body, "
                     "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "

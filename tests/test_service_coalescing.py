@@ -111,9 +111,9 @@ def test_a_write_that_is_not_due_queues_its_job_for_its_slot_and_the_worker_runs
     assert len(github.bot_comments(REPO, 43)) == 1
     # The deferred run kept what it had computed: its rerun only wrote (no second read of the issue, of the
     # config, no second triage).
-    reads = [r.path for r in github.requests if r.method == "GET" and r.path in
-             (f"/repos/{REPO}/issues/43", f"/repos/{REPO}/contents/.github/ddl-triage.yml")]
-    assert sorted(reads) == sorted({*reads}) and len(reads) == 2, reads
+    reads = [r.path for r in github.requests if r.method == "GET"]
+    assert reads.count(f"/repos/{REPO}/issues/43") == 1, "the deferred job read its issue once"
+    assert reads.count(f"/repos/{REPO}/contents/.github/ddl-triage.yml") == 3, "one config read per issue"
     assert triaged == 3, "one triage per issue"
 
 

@@ -35,6 +35,7 @@ from tests.memory_helpers import installation_payload
 
 INSTALLATION = 51000001  # the installation of the payloads in tests/payloads
 ERASED = 200
+PER_REPO = 300  # deliveries (with jobs and decisions) and memory rows per repository
 
 
 @pytest.fixture
@@ -107,7 +108,7 @@ def seed_repositories(settings: Settings, repos: list[str], per_repo: int) -> No
     conn = connect_sqlite(settings.sqlite_url, busy_timeout_s=30.0)
     now = time.time()
     vector = np.zeros(384, dtype=np.float32).tobytes()
-    body = json.dumps({"action": "opened", "issue": {"title": "t", "body": "b" * 2000}})
+    body = json.dumps({"action": "opened", "issue": {"title": "t", "body": "b" * 400}})
     with conn:
         for r, repo in enumerate(repos):
             ids = [f"seed-{r}-{n}" for n in range(per_repo)]
@@ -134,25 +135,37 @@ def test_erasing_200_repositories_while_deliveries_arrive_never_makes_intake_ref
     enough that every delivery arriving meanwhile is stored and answered 202."""
     settings = app_settings.model_copy(update={"ack_timeout_s": 1.0})
     repos = [f"example-org/erased-{n:03d}" for n in range(ERASED)]
+    answers: list[tuple[int, bool]] = []  # (status, whether the erasure was under way when it was sent)
+    stop = threading.Event()
     with running_service(settings, engine) as client:
-        seed_repositories(settings, repos, per_repo=100)
+        seed_repositories(settings, repos, per_repo=PER_REPO)
         store = state_of(client).store
-        uninstall = installation_payload("deleted", repos, installation=INSTALLATION)
-        assert deliver(client, uninstall, "installation").status_code == 202
-        answers: list[int] = []
-        done = threading.Event()
 
-        def erased() -> bool:
-            return store.job_counts().get("done", 0) >= 1
+        def under_way() -> bool:
+            with store.transaction() as run:
+                started = run("SELECT COUNT(*) FROM erasures").fetchone()[0]
+                left = run("SELECT COUNT(*) FROM decisions WHERE repo = ?", (repos[-1],)).fetchone()[0]
+            return bool(started and left)
 
-        while not done.is_set():  # deliveries arrive for as long as the erasure runs
-            answers.append(deliver(client, issue_payload(github), delivery_id=f"live-{len(answers)}").status_code)
-            if erased():
-                done.set()
-            assert len(answers) < 100_000
-        wait_until(erased, timeout=300)
-        wait_idle(client, timeout=120)
-    assert len(answers) >= 2 and set(answers) == {202}, f"{len(answers)} deliveries answered {sorted(set(answers))}"
+        def arrive() -> None:  # deliveries keep arriving, before, during and after the erasure
+            while not stop.is_set():
+                during = under_way()
+                status = deliver(client, issue_payload(github), delivery_id=f"live-{len(answers)}").status_code
+                answers.append((status, during))
+
+        sender = threading.Thread(target=arrive)
+        sender.start()
+        try:
+            uninstall = installation_payload("deleted", repos, installation=INSTALLATION)
+            assert deliver(client, uninstall, "installation").status_code == 202
+            wait_until(lambda: store.job_counts().get("done", 0) >= 1, timeout=600)
+        finally:
+            stop.set()
+            sender.join()
+        wait_idle(client, timeout=180)
+    during = [status for status, under in answers if under]
+    assert during, f"no delivery arrived during the erasure ({len(answers)} in all)"
+    assert {status for status, _ in answers} == {202}, sorted({status for status, _ in answers})
     assert all(rows_of(settings, table, repo) == 0 for repo in repos[::37]
                for table in ("decisions", "feedback", "memory_issues"))
     conn = connect_sqlite(settings.sqlite_url, busy_timeout_s=30.0)

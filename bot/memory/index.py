@@ -133,11 +133,16 @@ class MemoryIndex:
                     entry.put(int(number), float(at), vector)
                 entry.version = max(entry.version, now)
                 self._loaded.move_to_end(repo)
+                self._evict()
             return entry
         entry = _Loaded(version, *self.store.search_rows(repo))
         with self._lock:
             self._loaded[repo] = entry
             self._loaded.move_to_end(repo)
-            while len(self._loaded) > 1 and sum(e.size for e in self._loaded.values()) > self.max_rows:
-                self._loaded.popitem(last=False)
+            self._evict()
         return entry
+
+    def _evict(self) -> None:
+        """Past `max_rows` across repositories, the least recently used go (the caller holds the lock)."""
+        while len(self._loaded) > 1 and sum(e.size for e in self._loaded.values()) > self.max_rows:
+            self._loaded.popitem(last=False)

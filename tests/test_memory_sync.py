@@ -78,26 +78,26 @@ def test_a_limit_stops_inside_a_page_and_the_next_run_finishes_it(
 
 def test_the_reserve_is_kept_per_request_not_per_page_and_the_page_resumes_where_it_stopped(
         engine: Engine, memory_db: MemoryStore) -> None:
-    """A page of 100 closed issues makes 101 requests (the listing, a timeline each): against a reserve of 50
-    with 80 requests left, the sync stops at the reserve inside the page, keeps what it read, and after the
-    reset reads no timeline twice."""
+    """A page of 100 closed issues makes 101 requests (the listing, a timeline each): against the reserve of
+    100 with 130 requests left, the sync stops at the reserve inside the page, keeps what it read, and after
+    the reset reads no timeline twice."""
     closed = "example-org/all-closed"
     with github_holding(labels=["bug"]) as github:
         github.add_repo(closed, labels=["bug"])
         for issue in github.seed_issues(closed, 100, seed=3):
             issue.pop("pull_request", None)
             github.close_issue(closed, issue, "completed", fixed_by=issue["number"] + 10_000)
-        github.limit_rate(remaining=80, reset_in_s=3600)
+        github.limit_rate(remaining=130, reset_in_s=3600)
         with pytest.raises(ReadsExhausted):
-            sync_repository(installation_client(github), memory_db, engine.embedder, closed, reserve=50)
+            sync_repository(installation_client(github), memory_db, engine.embedder, closed)
         timelines = [r.path for r in github.requests if r.path.endswith("/timeline")]
-        assert github.rate_remaining() == 50, "not one request past the reserve"
+        assert github.rate_remaining() == 100, "not one request past the reserve"
         assert len(timelines) == 29 and memory_db.count(closed) == 29, "the listing and 29 timelines, kept"
         cursor = memory_db.cursor(closed)
         assert cursor is not None and (cursor.status, cursor.page) == ("running", 1)
 
         github.limit_rate(remaining=5000, reset_in_s=3600)  # the hour is over: the next job's client
-        cursor = sync_repository(installation_client(github), memory_db, engine.embedder, closed, reserve=50)
+        cursor = sync_repository(installation_client(github), memory_db, engine.embedder, closed)
         timelines = [r.path for r in github.requests if r.path.endswith("/timeline")]
     assert cursor.status == "done" and memory_db.count(closed) == 100
     assert len(timelines) == 100 and len(set(timelines)) == 100, "each timeline read once"

@@ -130,9 +130,11 @@ def seed_repositories(settings: Settings, repos: list[str], per_repo: int) -> No
 
 
 def test_erasing_200_repositories_while_deliveries_arrive_never_makes_intake_refuse(
-        app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
+        app_settings: Settings, engine: Engine, github: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:
     """Intake waits at most `ack_timeout_s` (1 s here) for the database; the erasure's transactions are small
-    enough that every delivery arriving meanwhile is stored and answered 202."""
+    enough that every delivery arriving meanwhile is stored and answered 202. (Batches of 50 rows here, not
+    500: the same guarantee, over more transactions, so that deliveries surely arrive while it runs.)"""
+    monkeypatch.setattr("bot.service.retention.batches.BATCH", 50)
     settings = app_settings.model_copy(update={"ack_timeout_s": 1.0})
     repos = [f"example-org/erased-{n:03d}" for n in range(ERASED)]
     answers: list[tuple[int, bool]] = []  # (status, whether the erasure was under way when it was sent)
@@ -147,6 +149,11 @@ def test_erasing_200_repositories_while_deliveries_arrive_never_makes_intake_ref
                 left = run("SELECT COUNT(*) FROM decisions WHERE repo = ?", (repos[-1],)).fetchone()[0]
             return bool(started and left)
 
+        def uninstall_status() -> str | None:
+            with store.transaction() as run:
+                row = run("SELECT status FROM jobs WHERE delivery_id = 'the-uninstall'").fetchone()
+            return None if row is None else str(row[0])
+
         def arrive() -> None:  # deliveries keep arriving, before, during and after the erasure
             while not stop.is_set():
                 during = under_way()
@@ -157,8 +164,8 @@ def test_erasing_200_repositories_while_deliveries_arrive_never_makes_intake_ref
         sender.start()
         try:
             uninstall = installation_payload("deleted", repos, installation=INSTALLATION)
-            assert deliver(client, uninstall, "installation").status_code == 202
-            wait_until(lambda: store.job_counts().get("done", 0) >= 1, timeout=600)
+            assert deliver(client, uninstall, "installation", delivery_id="the-uninstall").status_code == 202
+            wait_until(lambda: uninstall_status() == "done", timeout=600)
         finally:
             stop.set()
             sender.join()

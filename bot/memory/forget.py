@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from bot.memory.store import MemoryStore
 
-BATCH = 500
+BATCH = 200  # issues per transaction (a row holds its 1.5 KB vector): milliseconds of the write lock
 
 
-def delete_repo(store: MemoryStore, repo: str, batch: int = BATCH) -> list[str]:
+def delete_repo(store: MemoryStore, repo: str, batch: int | None = None) -> list[str]:
     """Its issues, their vectors and signatures, its sync cursor, its version and the cached titles of its
     issues; returns the text hashes of the issues it held (for the embedding cache to forget)."""
+    batch = batch or BATCH
     hashes: list[str] = []
     while True:
         with store.transaction() as run:

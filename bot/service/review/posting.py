@@ -9,7 +9,7 @@ import json
 import logging
 
 from bot.service.github.models import WebhookEvent
-from bot.service.handlers.config_file import disabled, load_repo_config
+from bot.service.handlers.config_file import usable_config
 from bot.service.handlers.context import JobContext, payload_of
 from bot.service.handlers.router import Router
 from bot.service.queue.jobs import Decision
@@ -50,8 +50,9 @@ def post_approved(ctx: JobContext, event: WebhookEvent) -> str:
         return "review: nothing to post"
     if ctx.client is None:
         return "review: no App credentials to post with"
-    if not load_repo_config(ctx.client, event.repo, ctx.engine.taxonomy).enabled:
-        return disabled(ctx)
+    config = usable_config(ctx, event.repo)  # turned off, or unusable, since the triage: nothing is posted
+    if isinstance(config, str):
+        return config
     posted = ctx.client.upsert_comment(event.repo, event.number, decided.comment)
     outcome = "comment created" if posted.created else "comment edited" if posted.changed else "comment unchanged"
     records.replace_decision(ctx.state.store, decided.model_copy(update={

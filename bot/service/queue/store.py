@@ -14,6 +14,7 @@ from bot.errors import ConfigError
 from bot.service.queue.decisions import DecisionQueries
 from bot.service.queue.deliveries import NewDelivery, Recorded, record_deliveries
 from bot.service.queue.jobs import Job
+from bot.service.repo_errors import SCHEMA as REPO_ERRORS_SCHEMA
 from bot.service.review.tables import REVIEW_SCHEMA
 from bot.storage.database import (  # StoreUnavailable and the connectors are imported from here too
     StoreUnavailable,
@@ -91,6 +92,7 @@ class Store(DecisionQueries):
         with self._tx() as run:
             create_tables(run, self.postgres, (SCHEMA + REVIEW_SCHEMA).format(serial=serial))
             create_erasure_table(run, self.postgres)
+            create_tables(run, self.postgres, REPO_ERRORS_SCHEMA)
             for table, column, kind in MIGRATIONS:
                 self._add_column(run, table, column, kind)
 

@@ -6,6 +6,14 @@ empty embedding cache; the bare side encodes the same normalised texts with the 
 Latency uses synthetic unit vectors (384 dimensions, the model's) in a real SQLite memory database.
 
     .venv/bin/python bench/memory_bench.py [--issues 1000] [--queries 200] [--rows 10000 100000] [--skip-sync]
+
+`--scale N` (issue 23) instead measures what 50,000 issues per repository cost, at N issues, and extrapolates:
+the history sync's requests (counted against the fake) and hours at 5,000 requests an hour less the triage
+reserve; the label model's memory (traced allocations it keeps), its `suggest` time, and the time a search
+takes after another worker wrote one issue (a full reload before, an append after). Every figure is printed
+with the N it was measured at; the sync's is linear in the history, the others as stated beside them.
+
+    nice .venv/bin/python bench/memory_bench.py --scale 10000 [--sync-issues 1000]
 """
 
 from __future__ import annotations
@@ -130,15 +138,95 @@ def save_then_search(index: MemoryIndex, rows: int, rng: np.random.Generator, ro
           f"p50 {np.median(reloaded):.0f} ms")
 
 
+HOURLY, RESERVE, TARGET = 5000, 100, 50_000
+
+
+def sync_requests(issues: int, tmp: Path) -> None:
+    """Requests a history sync makes per issue (the listing pages and a timeline per closed issue), counted."""
+    from tests.fake_github import FakeGitHub
+    from tests.memory_helpers import installation_client
+
+    with FakeGitHub().running() as github:
+        github.add_repo(REPO, labels=["bug", "question"])
+        seeded = github.seed_issues(REPO, issues, seed=11)
+        embedder = Embedder(Settings().embedding_model, EmbeddingCache(tmp / "requests-cache.sqlite3"))
+        store = MemoryStore(f"sqlite:///{tmp / 'requests.sqlite3'}")
+        sync_repository(installation_client(github), store, embedder, REPO)
+        requests = len([r for r in github.requests if r.path.startswith("/repos/")])
+    closed = sum(1 for i in seeded if i["state"] == "closed" and not i.get("pull_request")) / issues
+    total = requests * TARGET / issues
+    print(f"sync: {requests} requests for {issues} issues ({closed:.0%} closed issues, a timeline each) -> "
+          f"{total:,.0f} requests for {TARGET:,} issues, {total / (HOURLY - RESERVE):.1f} h at {HOURLY:,} "
+          f"requests an hour with {RESERVE} kept for triage (linear in the issues)")
+
+
+def scale(rows: int, tmp: Path, queries: int = 50) -> None:
+    """The label model's memory and suggest time, and the search after another worker's write, at `rows`."""
+    import gc
+    import tracemalloc
+
+    rng = np.random.default_rng(7)
+    store = MemoryStore(f"sqlite:///{tmp / f'scale-{rows}.sqlite3'}")
+    centres = rng.normal(size=(20, DIM)).astype(np.float32)
+    for start in range(0, rows, 5000):
+        batch = []
+        for n in range(start, min(rows, start + 5000)):
+            area = int(rng.integers(20))
+            v = centres[area] + 0.6 * rng.normal(size=DIM).astype(np.float32)
+            batch.append((MemoryIssue(repo=REPO, number=n + 1, title=f"issue {n}", created_at=float(n),
+                                      text_hash=str(n), labels=[f"area-{area}", "bug" if n % 3 else "question"]),
+                          v / np.linalg.norm(v)))
+        store.upsert(batch)
+    gc.collect()
+    tracemalloc.start()
+    started = time.perf_counter()
+    model = LabelModel.fit(*store.vectors(REPO))
+    fit_s = time.perf_counter() - started
+    gc.collect()
+    kept = tracemalloc.get_traced_memory()[0] / 2**20
+    tracemalloc.stop()
+    times = []
+    for q in rng.normal(size=(queries, DIM)).astype(np.float32):
+        started = time.perf_counter()
+        model.suggest(q / np.linalg.norm(q))
+        times.append((time.perf_counter() - started) * 1000)
+    index = MemoryIndex(store, max_rows=10 * rows)
+    index.search(REPO, centres[0] / np.linalg.norm(centres[0]))
+    arrays = sum(a.nbytes for e in index._loaded.values() for a in (e.numbers, e.created, e.vectors)) / 2**20
+    other = MemoryStore(store.url)  # another worker's write (a history sync page, a live update)
+    after_write = []
+    for n in range(5):
+        v = centres[n] / np.linalg.norm(centres[n])
+        other.upsert([(MemoryIssue(repo=REPO, number=rows + 1 + n, title="new", created_at=float(rows + n),
+                                   text_hash=f"new-{n}"), v)])
+        started = time.perf_counter()
+        index.search(REPO, v)
+        after_write.append((time.perf_counter() - started) * 1000)
+    other.close()
+    per = TARGET / rows
+    print(f"{rows:,} issues ({len(model.thresholds)} labels kept): label model keeps {kept:.0f} MiB "
+          f"(~{kept * per:.0f} MiB at {TARGET:,}, linear), fit {fit_s:.1f} s | suggest p50 "
+          f"{np.median(times):.1f} ms, max {max(times):.1f} ms | index arrays {arrays:.0f} MiB (~{arrays * per:.0f} "
+          f"MiB at {TARGET:,}) | search after another worker's write of one issue: p50 "
+          f"{np.median(after_write):.1f} ms, max {max(after_write):.1f} ms")
+    store.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--issues", type=int, default=1000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--skip-sync", action="store_true")
+    parser.add_argument("--scale", type=int, default=0, help="measure the 50,000-issue costs at this many issues")
+    parser.add_argument("--sync-issues", type=int, default=1000, help="issues synced to count requests (--scale)")
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000],
                         help="repository sizes for the query latency (issues)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        if args.scale:
+            sync_requests(args.sync_issues, Path(tmp))
+            scale(args.scale, Path(tmp))
+            return
         if not args.skip_sync:
             sync_cost(args.issues, Path(tmp))
         for rows in args.rows:

@@ -76,6 +76,10 @@ class CaseIndex:
             out.append(picked)
         return out
 
+    def forget_lookup(self) -> None:
+        """Cases were removed: the digest lookup is built again at its next use."""
+        self._holders, self._indexed = {}, -1
+
     def holding(self, digest: str) -> list[int]:
         """The cases (indices) that show the error signature with this digest."""
         if self._indexed != len(self.digests):  # cases were added since the lookup was built

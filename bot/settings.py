@@ -81,7 +81,10 @@ class Settings(BaseSettings):
     # at most this many a hour (each read is one API request of the installation's budget).
     reactions_max_age_days: float = 14.0
     reactions_per_hour: int = Field(default=120, ge=0)
-    retention_days: float = 30.0  # finished jobs, their deliveries, and decisions older than this are deleted
+    # Finished and failed jobs, their deliveries, decisions and the erasure log older than this are deleted.
+    retention_days: float = 30.0
+    # A maintainer's correction (with the issue's title, body and author) is kept this long after its last one.
+    feedback_retention_days: float = 365.0
     # `serve`'s worker processes run at this niceness: on a busy machine the acknowledgements come first.
     worker_niceness: int = Field(default=19, ge=0, le=19)
 

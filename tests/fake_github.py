@@ -181,6 +181,11 @@ class FakeGitHub:
         x-ratelimit-* headers; at 0 every one gets GitHub's 403 "rate limit exceeded" until the reset."""
         self._rate = [float(remaining), time.time() + reset_in_s]
 
+    def rate_remaining(self) -> int | None:
+        """Installation requests left in the hour (see `limit_rate`; None: no limit set)."""
+        with self._lock:
+            return None if self._rate is None else int(self._rate[0])
+
     def revoke_tokens(self) -> None:
         """Every installation token issued so far is refused (401 Bad credentials), as after a revocation."""
         with self._lock:
@@ -430,7 +435,8 @@ class FakeGitHub:
         if (method, *rest) == ("GET",):
             return 200, {}, issue
         if (method, *rest) == ("GET", "comments"):
-            return 200, {}, [_public(c) for c in self.comments_on(repo.full_name, number)]
+            # A comment marked `_unlisted` is not listed yet (GitHub's listing may lag a create).
+            return 200, {}, [_public(c) for c in self.comments_on(repo.full_name, number) if not c.get("_unlisted")]
         if (method, *rest) == ("GET", "timeline"):
             return 200, {}, repo.timelines.get(number, [])
         if (method, *rest) == ("POST", "comments"):

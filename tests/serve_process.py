@@ -94,9 +94,11 @@ def serve_environment(github: FakeGitHub, tmp_path: Path, **settings: str) -> di
 
 
 @contextmanager
-def serving(github: FakeGitHub, tmp_path: Path, workers: int = 2, **settings: str) -> Iterator[Served]:
-    """`ddl-triage serve --workers N` until the block ends, ready: every worker beat with its engine loaded."""
-    env = serve_environment(github, tmp_path, **settings)
+def serving(github: FakeGitHub, tmp_path: Path, workers: int = 2, environment: dict[str, str] | None = None,
+            **settings: str) -> Iterator[Served]:
+    """`ddl-triage serve --workers N` until the block ends, ready: every worker beat with its engine loaded.
+    `environment`: more variables (not settings), e.g. PROMETHEUS_MULTIPROC_DIR."""
+    env = serve_environment(github, tmp_path, **settings) | (environment or {})
     port = free_port()
     log = tmp_path / "serve.log"
     with log.open("ab") as out:
@@ -116,6 +118,27 @@ def serving(github: FakeGitHub, tmp_path: Path, workers: int = 2, **settings: st
         except subprocess.TimeoutExpired:
             web.kill()
             web.wait()
+
+
+@contextmanager
+def standalone_workers(served: Served, count: int, environment: dict[str, str]) -> Iterator[list[int]]:
+    """`ddl-triage worker` processes beside a `serve --workers 0` (the shipped compose.yaml's worker containers),
+    until the block ends, ready (the web process counts them); their pids."""
+    workers = [subprocess.Popen([sys.executable, "-m", "bot.cli", "worker"], env=environment,
+                                stdout=(served.state_dir.parent / f"worker-{n}.log").open("ab"),
+                                stderr=subprocess.STDOUT) for n in range(count)]
+    try:
+        served.wait_until(lambda: _ready_workers(served) == count, STARTUP_S)
+        yield [worker.pid for worker in workers]
+    finally:
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
 
 
 @contextmanager

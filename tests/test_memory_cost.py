@@ -70,18 +70,23 @@ def test_a_saved_issue_is_found_by_the_next_search_without_reloading_the_reposit
     assert store.loads == 2
 
 
-def test_a_write_by_anyone_else_in_between_makes_the_next_search_reload(store: CountingStore, tmp_path: Path) -> None:
+def test_a_write_by_another_worker_is_appended_and_only_a_deletion_makes_the_next_search_reload(
+        store: CountingStore, tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     store.upsert([(issue(n), unit(rng)) for n in range(1, 11)])
     index = MemoryIndex(store)
     index.search(REPO, unit(rng))
-    other = MemoryStore(store.url)  # another replica on the same database
-    theirs = unit(rng)
-    other.upsert([(issue(11), theirs)])
-    other.close()
+    other = MemoryStore(store.url)  # another worker (or replica) on the same database
+    theirs, edited = unit(rng), unit(rng)
+    other.upsert([(issue(11), theirs), (issue(3), edited)])
     index.save([(issue(12), unit(rng))])
     assert index.search(REPO, theirs, k=1)[0][0].number == 11
-    assert store.loads == 2
+    assert index.search(REPO, edited, k=1)[0][0].number == 3, "their edit replaced the row"
+    assert store.loads == 1 and index._entry(REPO).size == 12, "their rows were appended, nothing reloaded"
+    other.delete_issue(REPO, 11)
+    other.close()
+    assert 11 not in [found.number for found, _ in index.search(REPO, theirs, k=12)]
+    assert store.loads == 2, "a deletion is read whole again"
 
 
 def test_triage_reads_the_label_model_it_has_and_the_refit_runs_in_the_background() -> None:
@@ -98,12 +103,12 @@ def test_triage_reads_the_label_model_it_has_and_the_refit_runs_in_the_backgroun
     first = models.current(REPO)  # none yet: it abstains now, the fit runs beside it
     assert first.thresholds == {} and first.suggest(vectors[0]) == []
     models.wait_idle()
-    assert fits == [REPO] and len(models.current(REPO).issues) == 60
+    assert fits == [REPO] and models.current(REPO).size == 60
     models.current(REPO)
     models.wait_idle()
     assert fits == [REPO], "not refitted until the history grows"
     models.forget(REPO)
-    assert models.current(REPO).issues == []
+    assert models.current(REPO).size == 0
 
 
 def test_thresholds_are_chosen_on_a_bounded_sample_that_keeps_every_example_of_the_rare_labels() -> None:

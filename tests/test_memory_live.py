@@ -150,6 +150,29 @@ def test_the_issue_lifecycle_keeps_the_memory_current_and_uninstalling_forgets_t
         assert REPO not in memory.index.loaded_repos()
 
 
+def test_a_delivery_older_than_the_stored_state_never_overwrites_it(
+        app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
+    """A `labeled` delivery retried after the issue was closed (its payload from before the close) must not
+    reopen the issue in the memory nor drop what closed it; a fresher delivery still applies."""
+    with installed_on_both(app_settings, engine) as client:
+        memory = memory_of(client)
+        synced = memory.store.issue(REPO, 31)
+        assert synced is not None and (synced.state, synced.closed_by) == ("closed", "#4290")
+        stale = issue_event(github, "labeled", 31, state="open", state_reason=None, closed_at=None,
+                            labels=[{"name": "bug"}], updated_at="2024-03-01T00:00:00Z")
+        deliver(client, stale)
+        wait_idle(client)
+        kept = memory.store.issue(REPO, 31)
+        assert kept is not None and (kept.state, kept.closed_by, kept.labels) == ("closed", "#4290", ["nccl"])
+        fresher = issue_event(github, "labeled", 31, state="closed", state_reason="completed",
+                              closed_at="2024-04-01T00:00:00Z", labels=[{"name": "bug"}],
+                              updated_at="2024-07-01T00:00:00Z")
+        deliver(client, fresher)
+        wait_idle(client)
+        now = memory.store.issue(REPO, 31)
+        assert now is not None and (now.state, now.closed_by, now.labels) == ("closed", "#4290", ["bug"])
+
+
 def test_the_repositorys_own_labels_are_suggested_from_its_history_and_applied_only_when_enabled(
         app_settings: Settings, engine: Engine) -> None:
     import random

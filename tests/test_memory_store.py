@@ -8,6 +8,7 @@ import pytest
 
 from bot.memory.index import MemoryIndex
 from bot.memory.store import MemoryIssue, MemoryStore, SyncCursor
+from bot.memory.titles import cache_title, cached_title
 from tests.test_service_store import postgres_cluster, postgres_server, url  # noqa: F401  (fixtures: both engines)
 
 A, B = "org/a", "org/b"
@@ -43,14 +44,14 @@ def test_the_memory_tables_upsert_version_search_and_forget_per_repository(url: 
             [1, 2], key=lambda n: -float(unit(n) @ unit(4)))
         assert all(i.repo == B for i, _ in index.search(B, unit(4), k=5))
         assert index.loaded_repos() == [A, B]
-        store.upsert([(issue(A, 6), unit(6))])  # a write (by any replica) reloads A at its next query
+        store.upsert([(issue(A, 6), unit(6))])  # a write (by any replica) is appended to A at its next query
         assert 6 in [i.number for i, _ in index.search(A, unit(6), k=1)]
         assert index.loaded_repos() == [A], "over max_rows: the least recently used repository is evicted"
 
         store.save_cursor(SyncCursor(repo=A, page=3, synced=200))
-        store.cache_title("x/y#1", "a title", "issue", "open")
-        assert store.cached_title("x/y#1", ttl_s=60.0) is not None
-        assert store.cached_title("x/y#1", ttl_s=-1.0) is None, "an expired title is read again"
+        cache_title(store, "x/y#1", "a title", "issue", "open")
+        assert cached_title(store, "x/y#1", ttl_s=60.0) is not None
+        assert cached_title(store, "x/y#1", ttl_s=-1.0) is None, "an expired title is read again"
         assert len(store.delete_repo(A)) == 6
         assert store.count(A) == 0 and store.cursor(A) is None and store.count(B) == 1
     finally:
@@ -73,3 +74,19 @@ def test_replicas_starting_together_on_one_new_database_each_get_the_tables(url:
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         assert list(pool.map(start, range(4))) == [0, 0, 0, 0]
+
+
+def test_every_cursor_is_read_in_one_query_for_the_open_healthz(url: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """/healthz counts the sync cursors: one query whatever the number of repositories (it was one per cursor)."""
+    store = MemoryStore(url)
+    try:
+        for n in range(300):
+            store.save_cursor(SyncCursor(repo=f"org/r{n:03d}", installation_id=1, status="done", synced=n))
+        looked_up: list[str] = []
+        one = MemoryStore.cursor
+        monkeypatch.setattr(MemoryStore, "cursor", lambda self, repo: looked_up.append(repo) or one(self, repo))
+        cursors = store.cursors()
+        assert [c.repo for c in cursors] == [f"org/r{n:03d}" for n in range(300)]
+        assert [c.synced for c in cursors] == list(range(300)) and looked_up == []
+    finally:
+        store.close()

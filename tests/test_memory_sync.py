@@ -10,7 +10,7 @@ import pytest
 
 from bot.engine import Engine
 from bot.memory.store import MemoryStore
-from bot.memory.sync import sync_repository
+from bot.memory.sync import ReadsExhausted, sync_repository
 from bot.service.handlers.dispatch import execute_job
 from bot.service.queue.jobs import Job
 from bot.service.queue.worker import Worker
@@ -87,6 +87,34 @@ def test_a_limit_stops_inside_a_page_and_the_next_run_finishes_it(
     assert (cursor.status, cursor.page, memory_db.count(REPO)) == ("running", 2, 130)
     cursor = sync_repository(client, memory_db, engine.embedder, REPO)
     assert cursor.status == "done" and memory_db.count(REPO) == SEEDED
+
+
+def test_the_reserve_is_kept_per_request_not_per_page_and_the_page_resumes_where_it_stopped(
+        engine: Engine, memory_db: MemoryStore) -> None:
+    """A page of 100 closed issues makes 101 requests (the listing, a timeline each): against the reserve of
+    100 with 130 requests left, the sync stops at the reserve inside the page, keeps what it read, and after
+    the reset reads no timeline twice."""
+    closed = "example-org/all-closed"
+    with github_holding(labels=["bug"]) as github:
+        github.add_repo(closed, labels=["bug"])
+        for issue in github.seed_issues(closed, 100, seed=3):
+            issue.pop("pull_request", None)
+            github.close_issue(closed, issue, "completed", fixed_by=issue["number"] + 10_000)
+        github.limit_rate(remaining=130, reset_in_s=3600)
+        with pytest.raises(ReadsExhausted):
+            sync_repository(installation_client(github), memory_db, engine.embedder, closed)
+        timelines = [r.path for r in github.requests if r.path.endswith("/timeline")]
+        assert github.rate_remaining() == 100, "not one request past the reserve"
+        assert len(timelines) == 29 and memory_db.count(closed) == 29, "the listing and 29 timelines, kept"
+        cursor = memory_db.cursor(closed)
+        assert cursor is not None and (cursor.status, cursor.page) == ("running", 1)
+
+        github.limit_rate(remaining=5000, reset_in_s=3600)  # the hour is over: the next job's client
+        cursor = sync_repository(installation_client(github), memory_db, engine.embedder, closed)
+        timelines = [r.path for r in github.requests if r.path.endswith("/timeline")]
+    assert cursor.status == "done" and memory_db.count(closed) == 100
+    assert len(timelines) == 100 and len(set(timelines)) == 100, "each timeline read once"
+    assert all(i.closed_by == f"#{i.number + 10_000}" for i in memory_db.issues(closed))
 
 
 def test_installing_the_app_syncs_the_repository_in_slices_and_a_service_restart_resumes(

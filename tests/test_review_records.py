@@ -8,10 +8,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.service.queue.erasure import erase_repositories
+from bot.embedding import Embedder
+from bot.memory.index import MemoryIndex
+from bot.memory.labels import LabelModels
+from bot.memory.queries import Memory
+from bot.memory.store import MemoryStore
 from bot.service.queue.jobs import Decision
 from bot.service.queue.store import Store
-from bot.service.queue.upkeep import prune
+from bot.service.retention.erasure import erase_repositories
+from bot.service.retention.policy import prune
 from bot.service.review import records, sessions
 from bot.service.review.html_cache import comment_html
 from tests.test_service_store import postgres_cluster, postgres_server, url  # noqa: F401 (fixtures)
@@ -44,7 +49,7 @@ def test_sessions_are_found_by_their_id_only_until_they_expire_or_close(db: Stor
     assert sessions.find_session(store, gone) is None
 
 
-def test_ratings_html_and_backtests_are_stored_then_pruned_and_erased(db: Store) -> None:
+def test_ratings_html_and_backtests_are_stored_then_pruned_and_erased(db: Store, url: str) -> None:  # noqa: F811
     store = db
     first, other = _decision("d1"), _decision("d2", repo="o/s")
     for decided in (first, other):
@@ -62,7 +67,13 @@ def test_ratings_html_and_backtests_are_stored_then_pruned_and_erased(db: Store)
     assert records.reviewed_repos(store) == ["o/r", "o/s"] and records.count_decisions(store, "o/s") == 1
     records.save_backtest(store, "o/r", {"replayed": 60})
     assert records.latest_backtest(store, "o/r")[1] == {"replayed": 60}  # type: ignore[index]
-    erase_repositories(store, ["o/r"], current_delivery="none")
+    memory_store = MemoryStore(url)
+    memory = Memory(memory_store, MemoryIndex(memory_store, 1000),
+                    LabelModels(memory_store.vectors, memory_store.count))
+    try:  # the repository has no memory rows here: nothing to embed, so the embedder's model is never loaded
+        erase_repositories(store, memory, Embedder("unused"), ["o/r"], current_delivery="none")
+    finally:
+        memory.close()
     assert records.ratings(store, "o/r") == {} and records.latest_backtest(store, "o/r") is None
     prune(store, days=1, now=time.time() + 3 * 86400)  # the other repository's decision and its HTML age out
     assert records.reviewed_repos(store) == []

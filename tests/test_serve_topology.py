@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
 from bot.memory.store import MemoryStore
@@ -20,7 +21,7 @@ from bot.service.queue.jobs import Decision
 from bot.service.queue.store import Store
 from tests.fake_github import REPO, FakeGitHub, github_holding, issue_payload, load_payload
 from tests.memory_helpers import installation_payload, listing_pages, rows_naming
-from tests.serve_process import Served, paused, serving
+from tests.serve_process import Served, paused, serve_environment, serving, standalone_workers
 from tests.test_service_comment_policy import NOTHING_TO_ADD
 
 INSTALLATION = 51000001  # the installation of the payloads in tests/payloads
@@ -160,6 +161,29 @@ def test_thirty_edits_reaching_the_web_process_while_the_workers_are_busy_end_in
     assert len(github.bot_comments(REPO, 42)) == 1
     assert [d.action for d in decisions] == ["edited"]
     assert github.repos[REPO].issues[42]["body"].startswith("Edit 29:")
+
+
+def test_the_shipped_compose_topology_exports_the_worker_containers_metrics_from_the_web(
+        github: FakeGitHub, tmp_path: Path) -> None:
+    """compose.yaml: `serve --workers 0` and two `ddl-triage worker`s, separate processes (containers) sharing
+    only the database and the state volume, where compose.yaml's PROMETHEUS_MULTIPROC_DIR points."""
+    compose = yaml.safe_load((Path(__file__).parents[1] / "compose.yaml").read_text(encoding="utf-8"))
+    environment = compose["services"]["worker-1"]["environment"]
+    assert environment == compose["services"]["web"]["environment"], "one environment for every container"
+    where = Path(environment["PROMETHEUS_MULTIPROC_DIR"])
+    volume = Path(environment.get("DDL_TRIAGE_STATE_DIR", "/data/state"))  # the Dockerfile's state volume
+    shared = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "state" / where.relative_to(volume))}
+    with serving(github, tmp_path, workers=0, environment=shared) as served, \
+            standalone_workers(served, 2, serve_environment(github, tmp_path) | shared) as pids:
+        assert served.deliver(issue_payload(github)).status_code == 202
+        served.wait_idle()
+        served.wait_until(lambda: sample(served.get("/metrics").text, 'ddl_triage_jobs_total{outcome="done"}') >= 1,
+                          timeout=60)
+        metrics = served.get("/metrics").text
+        assert sample(metrics, "ddl_triage_triage_seconds_count") >= 1, "a worker's histogram, seen by the web"
+        files = {path.name for path in Path(shared["PROMETHEUS_MULTIPROC_DIR"]).glob("*.db")}
+        assert any(name.endswith(f"-{pid}.db") for name in files for pid in pids), files
+    assert len(github.bot_comments(REPO, 42)) == 1
 
 
 def memory_count(served: Served) -> int:

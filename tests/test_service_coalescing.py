@@ -11,7 +11,8 @@ import pytest
 
 from bot.engine import Engine
 from bot.service.queue.store import Store
-from bot.service.queue.upkeep import list_jobs, prune
+from bot.service.queue.upkeep import list_jobs
+from bot.service.retention.policy import prune
 from bot.settings import Settings
 from tests.fake_github import (
     REPO,
@@ -103,10 +104,17 @@ def test_a_write_that_is_not_due_queues_its_job_for_its_slot_and_the_worker_runs
         wait_until(lambda: len(github.bot_comments(REPO, 44)) == 1)
         assert not github.bot_comments(REPO, 43), "#43's slot has not come yet"
         assert wait_idle(client, timeout=30) == {"done": 3}
+        triaged = state_of(client).metrics.registry.get_sample_value("ddl_triage_triage_seconds_count")
     posts = {r.path: r.at for r in github.requests if r.method == "POST" and r.path.endswith("/comments")}
     assert posts[f"/repos/{REPO}/issues/43/comments"] - posts[f"/repos/{REPO}/issues/42/comments"] \
         >= interval - 0.25, "one installation's writes stay an interval apart"
     assert len(github.bot_comments(REPO, 43)) == 1
+    # The deferred run kept what it had computed: its rerun only wrote (no second read of the issue, of the
+    # config, no second triage).
+    reads = [r.path for r in github.requests if r.method == "GET"]
+    assert reads.count(f"/repos/{REPO}/issues/43") == 1, "the deferred job read its issue once"
+    assert reads.count(f"/repos/{REPO}/contents/.github/ddl-triage.yml") == 3, "one config read per issue"
+    assert triaged == 3, "one triage per issue"
 
 
 def test_a_rerun_job_writes_at_its_slot_without_booking_another(tmp_path: Path) -> None:

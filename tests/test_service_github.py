@@ -19,7 +19,7 @@ from bot.service.github.client import InstallationClient
 from bot.service.github.credentials import AppCredentials
 from bot.service.github.github_app import GitHubApp
 from bot.service.github.payloads import parse_event
-from tests.fake_github import REPO, FakeGitHub, github_holding, issue_payload, load_payload
+from tests.fake_github import BOT_LOGIN, REPO, FakeGitHub, github_holding, issue_payload, load_payload
 
 MARKED = "<!-- ddl-triage v1 taxonomy=ddl-v1 model=m predictor=default -->\nsuggestion"
 
@@ -90,6 +90,25 @@ def test_upsert_creates_once_then_edits_in_place_and_skips_an_unchanged_body(
     assert [c["body"] for c in github.bot_comments(REPO, 42)] == [MARKED + " v2"]
     assert [(r.method, r.path) for r in github.writes()] == [
         ("POST", f"/repos/{REPO}/issues/42/comments"), ("PATCH", f"/repos/{REPO}/issues/comments/{created.id}")]
+
+
+def test_the_comment_is_found_by_its_stored_id_and_by_its_marker_once_that_id_is_gone(
+        github: FakeGitHub, client: InstallationClient) -> None:
+    """A comment just created may not be listed yet: read by its id, the edit never duplicates it."""
+    created = client.upsert_comment(REPO, 42, MARKED)
+    listings = f"/repos/{REPO}/issues/42/comments"
+    hidden = github.comments.pop(created.id)  # the listing lags: the new comment is not in it yet
+    github.comments[created.id] = hidden | {"_unlisted": True}
+    before = [r for r in github.requests if r.method == "GET" and r.path == listings]
+    edited = client.upsert_comment(REPO, 42, MARKED + " v2", known_id=created.id)
+    assert (edited.id, edited.created, edited.changed) == (created.id, False, True)
+    assert [r for r in github.requests if r.method == "GET" and r.path == listings] == before, "no listing"
+    github.comments.pop(created.id)  # deleted by a maintainer: the stored id answers 404
+    again = client.upsert_comment(REPO, 42, MARKED + " v3", known_id=created.id)
+    assert again.created and again.id != created.id
+    other = github.add_comment(REPO, 43, MARKED, login=BOT_LOGIN, kind="Bot", via_app=github.app_id)
+    elsewhere = client.upsert_comment(REPO, 42, MARKED + " v3", known_id=other)  # an id of another issue
+    assert (elsewhere.id, elsewhere.changed) == (again.id, False)
 
 
 def test_labels_are_only_added_when_the_repository_has_them_and_never_removed(

@@ -6,6 +6,7 @@ import time
 
 from bot.engine import Engine
 from bot.service.handlers.dispatch import execute_job
+from bot.service.queue.upkeep import list_jobs
 from bot.settings import Settings
 from tests.fake_github import (
     COMMENTS,
@@ -17,6 +18,7 @@ from tests.fake_github import (
     running_service,
     state_of,
     wait_idle,
+    wait_until,
 )
 
 
@@ -45,6 +47,46 @@ def test_an_exhausted_rate_limit_waits_for_its_reset(
     assert len(github.bot_comments(REPO, 42)) == 1
     reads = [r.at for r in github.requests if r.path == f"/repos/{REPO}/issues/42"]
     assert reads[1] - reads[0] >= 0.95
+
+
+def test_a_secondary_rate_limit_pauses_every_caller_of_the_installation(
+        app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
+    """The limit answered to one job's comment holds the next job of the same installation too: it makes no
+    request until the pause lifts (GitHub counts what is sent meanwhile against the App), and loses nothing."""
+    github.fail("POST", COMMENTS, (403, {"retry-after": "30"}, "You have exceeded a secondary rate limit"))
+    with running_service(app_settings, engine) as client:
+        store = state_of(client).store
+        assert deliver(client, issue_payload(github)).status_code == 202
+        wait_until(lambda: "secondary rate limit" in str([job.last_error for job in list_jobs(store, "queued")]))
+        sent = len(repository_requests(github))
+        assert deliver(client, issue_payload(github, number=43)).status_code == 202
+        wait_until(lambda: len([job for job in list_jobs(store, "queued") if job.last_error]) == 2)
+        jobs = list_jobs(store, "queued")
+        assert len(repository_requests(github)) == sent, "the second job asked GitHub nothing"
+        assert all(job.attempts == 0 for job in jobs), "a pause spends no attempt"
+        with store.transaction() as run:
+            due = [row[0] for row in run("SELECT next_attempt_at FROM jobs WHERE status = 'queued'").fetchall()]
+        assert min(due) >= time.time() + 20, "both wait for the pause to lift"
+    assert github.bot_comments(REPO, 43) == []
+
+
+def repository_requests(github: FakeGitHub) -> list[object]:
+    return [r for r in github.requests if r.path.startswith("/repos/")]
+
+
+def test_a_retriage_finds_its_comment_by_the_stored_id_while_the_listing_lags(
+        app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:
+    with running_service(app_settings, engine) as client:
+        deliver(client, issue_payload(github))
+        wait_idle(client)
+        [posted] = github.bot_comments(REPO, 42)
+        github.comments[posted["id"]]["_unlisted"] = True  # GitHub's listing does not show it yet
+        edited = issue_payload(github, body="Training hangs at step 3 with NCCL 2.18 on 16 GPUs.")
+        edited["action"] = "edited"
+        deliver(client, edited)
+        assert wait_idle(client) == {"done": 2}
+    assert [c["id"] for c in github.bot_comments(REPO, 42)] == [posted["id"]], "edited in place, not duplicated"
+    assert len(comment_posts(github)) == 1
 
 
 def test_network_errors_are_retried(app_settings: Settings, engine: Engine, github: FakeGitHub) -> None:

@@ -241,3 +241,42 @@ def test_made_up_event_names_do_not_grow_the_metrics(app_settings: Settings, eng
         text = client.get("/metrics").text
     assert "made-up" not in text
     assert 'ddl_triage_deliveries_total{event="other",outcome="bad_signature"} 200.0' in text
+
+
+def test_an_unsigned_body_is_refused_before_it_is_read_and_a_body_past_the_limit_as_it_streams(
+        app_settings: Settings, engine: Engine) -> None:
+    """The refusal reads no more than it needs: no chunk of an unsigned body, and a signed-looking body with
+    no length declared only until it passes the limit (never the rest of it)."""
+    import asyncio
+
+    settings = app_settings.model_copy(update={"max_body_bytes": 1024 * 1024})
+    chunk = b"x" * 65536  # 64 chunks: 4 MiB
+
+    def post(signed: bool) -> tuple[int, int]:
+        pulled = 0
+
+        async def receive() -> dict[str, Any]:
+            nonlocal pulled
+            if pulled < 64:
+                pulled += 1
+                return {"type": "http.request", "body": chunk, "more_body": pulled < 64}
+            return {"type": "http.disconnect"}
+
+        statuses: list[int] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+
+        headers = [(b"x-github-event", b"issues"), (b"x-github-delivery", b"big-1")]
+        headers += [(b"x-hub-signature-256", b"sha256=" + b"0" * 64)] if signed else []
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                 "scheme": "http", "path": "/webhook", "raw_path": b"/webhook", "root_path": "", "query_string": b"",
+                 "headers": headers, "client": ("127.0.0.1", 50000), "server": ("testserver", 80)}
+        asyncio.run(client.app(scope, receive, send))  # type: ignore[arg-type]
+        return statuses[0], pulled
+
+    with running_service(settings, engine) as client:
+        assert post(signed=False) == (401, 0)
+        status, pulled = post(signed=True)
+    assert status == 413 and pulled == 17, "read until it passed 1 MiB, not the 4 MiB sent"

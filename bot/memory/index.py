@@ -1,10 +1,10 @@
 """Per-repository vectors searched in memory: loaded lazily from the database, evicted least-recently-used.
 
-Each query first reads the repository's version (one primary-key lookup), so a write by another replica
-sharing the same PostgreSQL is seen at the next query; the repository is then reloaded. A write through
-`save` (the triage job's issue) is appended to the loaded matrix instead, when no other write came between
-(amortised: the arrays grow by half when full). Only numbers, creation times and vectors are held; the k
-issues found are read back from the database.
+Each query first reads the repository's version (one primary-key lookup), so a write by another worker or
+replica sharing the database is seen at the next query: the rows written since the loaded version are read
+and appended (or replaced) in place; only a deletion since then makes it read the repository whole again. A
+write through `save` (the triage job's issue) is appended at once (amortised: the arrays grow by half when
+full). Only numbers, creation times and vectors are held; the k issues found are read back from the database.
 """
 
 from __future__ import annotations
@@ -92,20 +92,18 @@ class MemoryIndex:
         found = self.store.issues_by_number(repo, [int(numbers[j]) for j in kept])
         return [(found[int(numbers[j])], float(sims[j])) for j in kept if int(numbers[j]) in found]
 
-    def save(self, items: Sequence[tuple[MemoryIssue, np.ndarray]]) -> None:
+    def save(self, items: Sequence[tuple[MemoryIssue, np.ndarray]], unless_erased_since: float | None = None
+             ) -> None:
         """Write issues to the store and into the loaded matrices: the next search reloads nothing unless
         another writer (a sync, another replica) wrote to the repository since it was loaded."""
-        versions = self.store.upsert(items)
+        written = self.store.upsert(items, unless_erased_since)
         with self._lock:
-            for repo, (before, after) in versions.items():
+            for repo, (before, after) in written.versions.items():
                 entry = self._loaded.get(repo)
-                if entry is None:
-                    continue  # loaded, with these rows, on its first search
-                if before == 0 or entry.version != before:  # someone else wrote in between: load it all again
-                    self._loaded.pop(repo)
-                    continue
+                if entry is None or before == 0 or entry.version != before:
+                    continue  # not loaded, or someone else wrote in between: the next search reads what changed
                 for issue, vector in items:
-                    if issue.repo == repo:
+                    if issue.repo == repo and (repo, issue.number) not in written.stale:
                         entry.put(issue.number, issue.created_at, vector)
                 entry.version = after
 
@@ -128,10 +126,23 @@ class MemoryIndex:
             if entry is not None and entry.version == version:
                 self._loaded.move_to_end(repo)
                 return entry
+        if entry is not None and (changes := self.store.changes_since(repo, entry.version)) is not None:
+            with self._lock:  # written since it was loaded, none deleted: append (or replace) those rows
+                now, (numbers, created, vectors) = changes
+                for number, at, vector in zip(numbers, created, vectors, strict=True):
+                    entry.put(int(number), float(at), vector)
+                entry.version = max(entry.version, now)
+                self._loaded.move_to_end(repo)
+                self._evict()
+            return entry
         entry = _Loaded(version, *self.store.search_rows(repo))
         with self._lock:
             self._loaded[repo] = entry
             self._loaded.move_to_end(repo)
-            while len(self._loaded) > 1 and sum(e.size for e in self._loaded.values()) > self.max_rows:
-                self._loaded.popitem(last=False)
+            self._evict()
         return entry
+
+    def _evict(self) -> None:
+        """Past `max_rows` across repositories, the least recently used go (the caller holds the lock)."""
+        while len(self._loaded) > 1 and sum(e.size for e in self._loaded.values()) > self.max_rows:
+            self._loaded.popitem(last=False)

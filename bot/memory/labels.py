@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -28,60 +28,93 @@ MIN_SUPPORT = 3  # suggestions on the history at or above the threshold that the
 
 @dataclass
 class LabelModel:
-    """Fitted on (issues, vectors) of one repository; `suggest` abstains by returning nothing."""
+    """Fitted on (issues, vectors) of one repository; `suggest` abstains by returning nothing. It keeps only
+    what a vote needs: the vectors and, per issue, which of the model's labels it carries (a 0/1 matrix built
+    once, so `suggest` is one matrix product and no Python loop over the history)."""
 
-    issues: list[MemoryIssue]
     vectors: np.ndarray
+    names: list[str] = field(default_factory=list)  # the labels voted on: the columns of `has`
+    has: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     thresholds: dict[str, float] = field(default_factory=dict)
     precision: dict[str, float] = field(default_factory=dict)
+    size: int = -1  # issues of the history it was fitted on (its vectors are dropped when it abstains)
+
+    def __post_init__(self) -> None:
+        if self.size < 0:
+            self.size = int(self.vectors.shape[0])
+
+    @property
+    def held(self) -> int:
+        """Rows it holds in memory (what the LRU of `LabelModels` counts)."""
+        return int(self.vectors.shape[0])
+
+    @classmethod
+    def empty(cls) -> LabelModel:
+        return cls(np.zeros((0, 0), dtype=np.float32))
 
     @classmethod
     def fit(cls, issues: list[MemoryIssue], vectors: np.ndarray, min_examples: int = MIN_EXAMPLES,
             target: float = TARGET_PRECISION) -> LabelModel:
-        model = cls(issues, vectors)
         counts = Counter(name for issue in issues for name in issue.labels)
         labels = sorted(name for name, n in counts.items() if n >= min_examples)
+        model = cls(np.asarray(vectors, dtype=np.float32), labels, _membership(issues, labels))
         if not labels or len(issues) < 2:
-            return model
+            return model.keeping([])
         held_out = _held_out(issues, counts)
-        scores = model._scores(vectors[held_out], held_out=held_out)
-        for name in labels:
-            truth = np.array([name in issues[i].labels for i in held_out])
-            threshold, precision = _threshold_for(scores[name], truth, target)
+        scores = model._scores(model.vectors[held_out], held_out=held_out)
+        for j, name in enumerate(labels):
+            truth = model.has[held_out, j] > 0
+            threshold, precision = _threshold_for(scores[:, j], truth, target)
             if threshold is not None:
                 model.thresholds[name], model.precision[name] = threshold, precision
-        return model
+        return model.keeping(sorted(model.thresholds))
+
+    def keeping(self, names: list[str]) -> LabelModel:
+        """The model with only these labels' columns (those that reached a threshold): less to hold and vote."""
+        columns = [self.names.index(name) for name in names]
+        self.has, self.names = np.ascontiguousarray(self.has[:, columns]), list(names)
+        if not names:  # it abstains whatever it is asked: nothing to keep
+            self.vectors, self.has = np.zeros((0, 0), dtype=np.float32), np.zeros((0, 0), dtype=np.float32)
+        return self
 
     def suggest(self, vector: np.ndarray) -> list[tuple[str, float]]:
         """Labels whose vote reaches their threshold, best first (empty: the model abstains)."""
-        if not self.thresholds:
+        if not self.thresholds or self.held == 0:
             return []
-        scores = self._scores(vector[None, :])
+        scores = self._scores(np.asarray(vector, dtype=np.float32)[None, :])[0]
+        limits = np.array([self.thresholds[name] for name in self.names], dtype=np.float32)
         # Thresholds are on a 0.001 grid; a unanimous vote sums to 1 less a rounding error, which still counts.
-        found = [(name, float(scores[name][0])) for name, t in self.thresholds.items()
-                 if scores[name][0] >= t - 1e-6]
-        return sorted(found, key=lambda item: -item[1])
+        found = np.flatnonzero(scores >= limits - 1e-6)
+        return sorted(((self.names[j], float(scores[j])) for j in found), key=lambda item: -item[1])
 
-    def _scores(self, queries: np.ndarray, held_out: np.ndarray | None = None, chunk: int = 1024
-                ) -> dict[str, np.ndarray]:
-        """Per label, the similarity-weighted share of the k nearest issues that carry it (in row chunks, so a
-        leave-one-out never holds an n x n matrix); `held_out`: each query's own row, left out of its vote."""
-        k = min(K, self.vectors.shape[0] - (1 if held_out is not None else 0))
-        names = self._labels()
-        has = np.array([[name in issue.labels for name in names] for issue in self.issues], dtype=np.float32)
-        out = np.zeros((len(queries), len(names)), dtype=np.float32)
+    def _scores(self, queries: np.ndarray, held_out: np.ndarray | None = None, chunk: int = 1024) -> np.ndarray:
+        """Per query and label (columns of `has`), the similarity-weighted share of the k nearest issues that
+        carry it (in row chunks, so a leave-one-out never holds an n x n matrix); `held_out`: each query's own
+        row, left out of its vote."""
+        k = min(K, self.held - (1 if held_out is not None else 0))
+        out = np.zeros((len(queries), len(self.names)), dtype=np.float32)
+        if k <= 0:
+            return out
         for start in range(0, len(queries), chunk):
             sims = queries[start:start + chunk] @ self.vectors.T
             if held_out is not None:
                 sims[np.arange(len(sims)), held_out[start:start + chunk]] = -np.inf
             top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
             weights = np.clip(np.take_along_axis(sims, top, axis=1), 0.0, None)
-            out[start:start + chunk] = np.einsum("qk,qkl->ql", weights, has[top]) / (
+            out[start:start + chunk] = np.einsum("qk,qkl->ql", weights, self.has[top]) / (
                 weights.sum(axis=1, keepdims=True) + 1e-9)
-        return {name: out[:, j] for j, name in enumerate(names)}
+        return out
 
-    def _labels(self) -> list[str]:
-        return sorted(self.thresholds) if self.thresholds else sorted({n for i in self.issues for n in i.labels})
+
+def _membership(issues: list[MemoryIssue], names: list[str]) -> np.ndarray:
+    """The 0/1 matrix of which issue carries which label (built once per fit)."""
+    column = {name: j for j, name in enumerate(names)}
+    has = np.zeros((len(issues), len(names)), dtype=np.float32)
+    for i, issue in enumerate(issues):
+        for name in issue.labels:
+            if name in column:
+                has[i, column[name]] = 1.0
+    return has
 
 
 def _threshold_for(scores: np.ndarray, truth: np.ndarray, target: float) -> tuple[float | None, float]:
@@ -117,9 +150,11 @@ class LabelModels:
     refitted in a background thread (one per repository at a time) while triage uses the one it has (none:
     no suggestion), and the sync job fits a repository's model once its history is in (`refit`)."""
 
-    def __init__(self, load: Loader, count: Callable[[str], int], background: bool = True) -> None:
+    def __init__(self, load: Loader, count: Callable[[str], int], background: bool = True,
+                 max_rows: int = 500_000) -> None:
         self._load, self._count, self._background = load, count, background
-        self._models: dict[str, LabelModel] = {}
+        self.max_rows = max_rows  # across every repository's model; the least recently used go first
+        self._models: OrderedDict[str, LabelModel] = OrderedDict()
         self._fitting: set[str] = set()
         self._generation: dict[str, int] = {}  # bumped by `forget`: a fit that started before is dropped
         self._lock = threading.Lock()
@@ -128,9 +163,15 @@ class LabelModels:
         """The repository's model as it stands (empty: it abstains); starts a refit when it is due."""
         with self._lock:
             model = self._models.get(repo)
-        if model is None or self._count(repo) > GROWTH * len(model.issues) + 1:
+            if model is not None:
+                self._models.move_to_end(repo)
+        if model is None or self._count(repo) > GROWTH * model.size + 1:
             self._refit_soon(repo)
-        return model if model is not None else LabelModel([], np.zeros((0, 0), dtype=np.float32))
+        return model if model is not None else LabelModel.empty()
+
+    def loaded_repos(self) -> list[str]:
+        with self._lock:
+            return list(self._models)
 
     def refit(self, repo: str) -> LabelModel:
         """Fit the repository's model now (outside triage: the sync job, a background thread)."""
@@ -140,6 +181,9 @@ class LabelModels:
         with self._lock:
             if self._generation.get(repo, 0) == generation:
                 self._models[repo] = model
+                self._models.move_to_end(repo)
+                while len(self._models) > 1 and sum(m.held for m in self._models.values()) > self.max_rows:
+                    self._models.popitem(last=False)  # refitted when its repository's next triage asks
         return model
 
     def forget(self, repo: str) -> None:

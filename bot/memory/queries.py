@@ -16,6 +16,7 @@ from bot.links import issue_html_url
 from bot.memory.index import MemoryIndex
 from bot.memory.labels import LabelModel, LabelModels
 from bot.memory.store import MemoryIssue, MemoryStore
+from bot.memory.titles import cache_title, cached_title
 from bot.settings import Settings
 from bot.signatures import MATCHING_KINDS
 
@@ -39,7 +40,8 @@ class Memory:
     @classmethod
     def open(cls, settings: Settings) -> Memory:
         store = MemoryStore(settings.sqlite_url)
-        return cls(store, MemoryIndex(store, settings.memory_max_rows), LabelModels(store.vectors, store.count))
+        return cls(store, MemoryIndex(store, settings.memory_max_rows),
+                   LabelModels(store.vectors, store.count, max_rows=settings.memory_max_rows))
 
     def close(self) -> None:
         self.store.close()
@@ -110,7 +112,7 @@ def with_titles(result: TriageResult, store: MemoryStore, lookup: IssueLookup | 
         if match is None:
             neighbours.append(n)
             continue
-        cached = store.cached_title(n.id, ttl_s)
+        cached = cached_title(store, n.id, ttl_s)
         if cached is None:
             try:
                 title, type_, state = lookup.lookup(match["repo"], int(match["number"]))
@@ -118,7 +120,7 @@ def with_titles(result: TriageResult, store: MemoryStore, lookup: IssueLookup | 
                 log.warning("title of %s not read: %s", n.id, exc)
                 neighbours.append(n)
                 continue
-            store.cache_title(n.id, title, type_, state)
+            cache_title(store, n.id, title, type_, state)
         else:
             title, type_, state = cached.title, cached.type, cached.state
         neighbours.append(n.model_copy(update={"title": title or n.title, "type": type_ or n.type,

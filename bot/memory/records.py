@@ -34,9 +34,10 @@ def memory_issue(repo: str, data: dict[str, Any], closed_by: str | None = None,
         title=str(data.get("title") or ""), state=state,
         state_reason=data.get("state_reason") if state == "closed" else None,
         labels=[str(label["name"]) for label in data.get("labels") or [] if isinstance(label, dict)],
-        created_at=_timestamp(data.get("created_at")) or 0.0, closed_at=_timestamp(data.get("closed_at")),
+        created_at=timestamp(data.get("created_at")) or 0.0, closed_at=timestamp(data.get("closed_at")),
         closed_by=closed_by, duplicate_of=duplicate_of, text_hash=text_hash(normalised.text),
-        signatures=tuple(s for s in normalised.signatures if s.kind in MATCHING_KINDS))
+        signatures=tuple(s for s in normalised.signatures if s.kind in MATCHING_KINDS),
+        source_updated_at=timestamp(data.get("updated_at")))
 
 
 def embed_records(embedder: Embedder, items: list[dict[str, Any]]) -> np.ndarray:
@@ -44,7 +45,7 @@ def embed_records(embedder: Embedder, items: list[dict[str, Any]]) -> np.ndarray
     return embedder.embed([issue_text(d) for d in items])
 
 
-def _timestamp(value: object) -> float | None:
+def timestamp(value: object) -> float | None:
     if isinstance(value, datetime):
         return value.timestamp()
     if isinstance(value, str) and value:

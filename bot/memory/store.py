@@ -9,77 +9,34 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
 
 from bot.domain import ErrorSignature
 from bot.errors import ConfigError
+from bot.memory.models import MemoryIssue, SyncCursor
 from bot.memory.signature_rows import replace_signatures, sharing_numbers, stored_signatures
+from bot.memory.tables import create_memory_tables
 from bot.storage.database import connect_postgres, connect_sqlite, live_postgres, transaction
-from bot.storage.schema import create_tables
+from bot.storage.erasures import erased_since
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS memory_issues (
-    repo TEXT NOT NULL, number INTEGER NOT NULL, type TEXT NOT NULL, title TEXT NOT NULL, state TEXT NOT NULL,
-    state_reason TEXT, labels TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, closed_at DOUBLE PRECISION,
-    closed_by TEXT, duplicate_of INTEGER, text_hash TEXT NOT NULL, vector {blob} NOT NULL,
-    updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (repo, number));
-CREATE TABLE IF NOT EXISTS memory_signatures (
-    repo TEXT NOT NULL, number INTEGER NOT NULL, digest TEXT NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL,
-    PRIMARY KEY (repo, number, digest));
-CREATE INDEX IF NOT EXISTS memory_signatures_by_digest ON memory_signatures (repo, digest);
-CREATE TABLE IF NOT EXISTS memory_sync (
-    repo TEXT PRIMARY KEY, installation_id BIGINT, page INTEGER NOT NULL, synced INTEGER NOT NULL,
-    status TEXT NOT NULL, since TEXT, error TEXT, started_at DOUBLE PRECISION NOT NULL,
-    updated_at DOUBLE PRECISION NOT NULL);
-CREATE TABLE IF NOT EXISTS memory_versions (
-    repo TEXT PRIMARY KEY, version BIGINT NOT NULL);
-CREATE TABLE IF NOT EXISTS memory_titles (
-    key TEXT PRIMARY KEY, title TEXT, type TEXT, state TEXT, fetched_at DOUBLE PRECISION NOT NULL);
-"""
+Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # numbers, creation times, vectors (one row per issue)
+CURSOR_COLUMNS = "repo, installation_id, page, synced, status, since, error, started_at, updated_at"
+# The stored row is replaced unless GitHub says it is fresher than the item (either time unknown: replaced).
+FRESH = ("memory_issues.source_updated_at IS NULL OR excluded.source_updated_at IS NULL "
+         "OR excluded.source_updated_at >= memory_issues.source_updated_at")
 COLUMNS = ("repo, number, type, title, state, state_reason, labels, created_at, closed_at, closed_by, "
-           "duplicate_of, text_hash, vector, updated_at")
+           "duplicate_of, text_hash, vector, updated_at, source_updated_at, written_version")
 
 
-class MemoryIssue(BaseModel):
-    """One issue or pull request of a repository as the memory keeps it."""
+@dataclass(frozen=True)
+class Written:
+    """What an upsert did: each repository's version (before, after), and the items it left out as stale."""
 
-    repo: str
-    number: int
-    type: str = "issue"  # "issue" | "pull_request"
-    title: str
-    state: str = "open"
-    state_reason: str | None = None  # completed | not_planned | duplicate | reopened
-    labels: list[str] = Field(default_factory=list)
-    created_at: float
-    closed_at: float | None = None
-    closed_by: str | None = None  # "#4290" (a pull request) or a commit sha
-    duplicate_of: int | None = None
-    text_hash: str
-    signatures: tuple[ErrorSignature, ...] = ()  # the error signatures that name its failure (MATCHING_KINDS)
-
-
-class SyncCursor(BaseModel):
-    """Where a repository's history sync stands: the next page to read (oldest first) and the count so far."""
-
-    repo: str
-    installation_id: int | None = None
-    page: int = 1
-    synced: int = 0
-    status: str = "running"  # running | done | failed
-    since: str | None = None
-    error: str | None = None
-    started_at: float = 0.0
-    updated_at: float = 0.0
-
-
-class CachedTitle(BaseModel):
-    title: str | None
-    type: str | None
-    state: str | None
-    fetched_at: float
+    versions: dict[str, tuple[int, int]]
+    stale: set[tuple[str, int]]
 
 
 class MemoryStore:
@@ -91,7 +48,7 @@ class MemoryStore:
         self._lock = threading.Lock()
         self._conn: Any = _connect(url, self.postgres)
         with self._tx() as run:
-            create_tables(run, self.postgres, SCHEMA.format(blob="BYTEA" if self.postgres else "BLOB"))
+            create_memory_tables(run, self.postgres)
 
     def close(self) -> None:
         with self._lock:
@@ -104,6 +61,10 @@ class MemoryStore:
         with self._lock:
             return list(self._conn.execute(f"PRAGMA {statement}").fetchall())
 
+    def transaction(self) -> Any:
+        """One transaction (a `run(sql, params)` callable), for the memory's sibling modules."""
+        return self._tx()
+
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         with self._lock:
@@ -114,21 +75,42 @@ class MemoryStore:
 
     # --- issues -------------------------------------------------------------------------------------------
 
-    def upsert(self, items: Sequence[tuple[MemoryIssue, np.ndarray]]) -> dict[str, tuple[int, int]]:
+    def upsert(self, items: Sequence[tuple[MemoryIssue, np.ndarray]], unless_erased_since: float | None = None
+               ) -> Written:
         """Insert or replace issues (keyed by repository and number) with their signatures: a repeated sync never
-        duplicates, and an edited issue keeps only the signatures its text shows now. Returns each repository's
-        version (before, after) the write, for the index to append in place."""
+        duplicates, and an edited issue keeps only the signatures its text shows now. An item older on GitHub
+        (`source_updated_at`) than the stored issue is left out: a delivery retried late never undoes a fresher
+        one; so is one erased since `unless_erased_since` (the writing job's start: an uninstall ran meanwhile).
+        Returns each repository's version (before, after) the write, and the items left out as stale."""
         now = time.time()
-        rows = [(i.repo, i.number, i.type, i.title, i.state, i.state_reason, json.dumps(i.labels), i.created_at,
-                 i.closed_at, i.closed_by, i.duplicate_of, i.text_hash, _blob(v), now) for i, v in items]
         updates = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS.split(", ")[2:])
+        stale: set[tuple[str, int]] = set()
         with self._tx() as run:
-            for row in rows:
-                run(f"INSERT INTO memory_issues ({COLUMNS}) VALUES ({', '.join('?' * 14)}) "
-                    f"ON CONFLICT (repo, number) DO UPDATE SET {updates}", row)
-            for i, _ in items:
-                replace_signatures(run, i.repo, i.number, i.signatures)
-            return {repo: _bump(run, repo, self.postgres) for repo in {i.repo for i, _ in items}}
+            versions = {repo: _bump(run, repo, self.postgres) for repo in sorted({i.repo for i, _ in items})}
+            for i, v in items:
+                if erased_since(run, i.repo, i.number, unless_erased_since):
+                    stale.add((i.repo, i.number))
+                    continue
+                row = (i.repo, i.number, i.type, i.title, i.state, i.state_reason, json.dumps(i.labels),
+                       i.created_at, i.closed_at, i.closed_by, i.duplicate_of, i.text_hash, _blob(v), now,
+                       i.source_updated_at, versions[i.repo][1])
+                if run(f"INSERT INTO memory_issues ({COLUMNS}) VALUES ({', '.join('?' * len(row))}) "
+                       f"ON CONFLICT (repo, number) DO UPDATE SET {updates} WHERE {FRESH} RETURNING number",
+                       row).fetchone() is None:
+                    stale.add((i.repo, i.number))
+                else:
+                    replace_signatures(run, i.repo, i.number, i.signatures)
+        return Written(versions, stale)
+
+    def fresh(self, repo: str, updated: dict[int, float | None]) -> set[int]:
+        """Those of `updated` (number: GitHub's `updated_at`) stored at least as fresh: nothing to read again."""
+        known = [n for n, at in updated.items() if at is not None]
+        if not known:
+            return set()
+        with self._tx() as run:
+            rows = run(f"SELECT number, source_updated_at FROM memory_issues WHERE repo = ? AND number IN "
+                       f"({', '.join('?' * len(known))})", (repo, *known)).fetchall()
+        return {int(n) for n, at in rows if at is not None and float(at) >= float(updated[int(n)] or 0.0)}
 
     def update_fields(self, repo: str, number: int, **fields: Any) -> bool:
         """Change some fields of a stored issue (labels, state...); False when the issue is not stored."""
@@ -145,20 +127,13 @@ class MemoryStore:
         with self._tx() as run:
             run("DELETE FROM memory_issues WHERE repo = ? AND number = ?", (repo, number))
             run("DELETE FROM memory_signatures WHERE repo = ? AND number = ?", (repo, number))
-            _bump(run, repo)
+            run("UPDATE memory_versions SET erased_version = ? WHERE repo = ?", (_bump(run, repo)[1], repo))
 
     def delete_repo(self, repo: str) -> list[str]:
-        """Forget a repository entirely (uninstalled): its issues, their vectors and signatures, its sync cursor, its
-        version and the cached titles of its issues; returns the text hashes of the issues it held."""
-        with self._tx() as run:
-            hashes = [str(row[0]) for row in run("SELECT text_hash FROM memory_issues WHERE repo = ?",
-                                                 (repo,)).fetchall()]
-            run("DELETE FROM memory_issues WHERE repo = ?", (repo,))
-            run("DELETE FROM memory_signatures WHERE repo = ?", (repo,))
-            run("DELETE FROM memory_sync WHERE repo = ?", (repo,))
-            run("DELETE FROM memory_versions WHERE repo = ?", (repo,))
-            run("DELETE FROM memory_titles WHERE key LIKE ?", (f"{repo}#%",))
-        return hashes
+        """Forget a repository entirely, in small transactions (`forget.py`); the text hashes of its issues."""
+        from bot.memory.forget import delete_repo
+
+        return delete_repo(self, repo)
 
     def issue(self, repo: str, number: int) -> MemoryIssue | None:
         with self._tx() as run:
@@ -185,16 +160,21 @@ class MemoryStore:
         vectors = np.vstack([np.frombuffer(bytes(r[12]), dtype=np.float32) for r in rows])
         return [_issue(r, signatures) for r in rows], vectors
 
-    def search_rows(self, repo: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def search_rows(self, repo: str) -> Rows:
         """(numbers, created times, vectors) of a repository: what the in-memory index holds, nothing more."""
         with self._tx() as run:
-            rows = run("SELECT number, created_at, vector FROM memory_issues WHERE repo = ? ORDER BY number",
-                       (repo,)).fetchall()
-        if not rows:
-            return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, 0), dtype=np.float32)
-        vectors = np.frombuffer(b"".join(bytes(r[2]) for r in rows), dtype=np.float32).reshape(len(rows), -1)
-        return (np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.float64),
-                vectors)
+            return _rows(run("SELECT number, created_at, vector FROM memory_issues WHERE repo = ? ORDER BY number",
+                             (repo,)).fetchall())
+
+    def changes_since(self, repo: str, version: int) -> tuple[int, Rows] | None:
+        """The repository's version now and the rows written after `version` (as `search_rows`); None when an
+        issue was deleted since, or the repository forgotten: then only a full read is right."""
+        with self._tx() as run:
+            now = run("SELECT version, erased_version FROM memory_versions WHERE repo = ?", (repo,)).fetchone()
+            if now is None or int(now[1] or 0) > version:
+                return None
+            return int(now[0]), _rows(run("SELECT number, created_at, vector FROM memory_issues WHERE repo = ? "
+                                          "AND written_version > ? ORDER BY number", (repo, version)).fetchall())
 
     def issues_by_number(self, repo: str, numbers: Sequence[int]) -> dict[int, MemoryIssue]:
         if not numbers:
@@ -230,43 +210,24 @@ class MemoryStore:
 
     def cursor(self, repo: str) -> SyncCursor | None:
         with self._tx() as run:
-            row = run("SELECT repo, installation_id, page, synced, status, since, error, started_at, updated_at "
-                      "FROM memory_sync WHERE repo = ?", (repo,)).fetchone()
-        keys = ("repo", "installation_id", "page", "synced", "status", "since", "error", "started_at",
-                "updated_at")
-        return SyncCursor.model_validate(dict(zip(keys, row, strict=True))) if row else None
+            row = run(f"SELECT {CURSOR_COLUMNS} FROM memory_sync WHERE repo = ?", (repo,)).fetchone()
+        return _cursor(row) if row else None
 
-    def save_cursor(self, cursor: SyncCursor) -> None:
+    def save_cursor(self, cursor: SyncCursor, unless_erased_since: float | None = None) -> None:
+        """Store the cursor (not for a repository erased since `unless_erased_since`: it would name it again)."""
         c = cursor.model_copy(update={"updated_at": time.time()})
         with self._tx() as run:
-            run("INSERT INTO memory_sync (repo, installation_id, page, synced, status, since, error, started_at, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (repo) DO UPDATE SET "
-                "installation_id = excluded.installation_id, page = excluded.page, synced = excluded.synced, "
-                "status = excluded.status, since = excluded.since, error = excluded.error, "
-                "started_at = excluded.started_at, updated_at = excluded.updated_at",
-                (c.repo, c.installation_id, c.page, c.synced, c.status, c.since, c.error, c.started_at,
-                 c.updated_at))
+            if erased_since(run, c.repo, None, unless_erased_since):
+                return
+            run(f"INSERT INTO memory_sync ({CURSOR_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (repo) "
+                "DO UPDATE SET " + ", ".join(f"{k} = excluded.{k}" for k in CURSOR_COLUMNS.split(", ")[1:]),
+                tuple(getattr(c, k) for k in CURSOR_COLUMNS.split(", ")))
 
     def cursors(self) -> list[SyncCursor]:
+        """Every repository's cursor, by name, in one query (the open /healthz reads them)."""
         with self._tx() as run:
-            repos = [str(r[0]) for r in run("SELECT repo FROM memory_sync ORDER BY repo").fetchall()]
-        return [c for repo in repos if (c := self.cursor(repo)) is not None]
-
-    # --- neighbour titles (a TTL cache of what GitHub says about public pack cases) ------------------------
-
-    def cached_title(self, key: str, ttl_s: float) -> CachedTitle | None:
-        with self._tx() as run:
-            row = run("SELECT title, type, state, fetched_at FROM memory_titles WHERE key = ?", (key,)).fetchone()
-        if row is None or row[3] < time.time() - ttl_s:
-            return None
-        return CachedTitle(title=row[0], type=row[1], state=row[2], fetched_at=row[3])
-
-    def cache_title(self, key: str, title: str | None, type_: str | None, state: str | None) -> None:
-        with self._tx() as run:
-            run("INSERT INTO memory_titles (key, title, type, state, fetched_at) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET title = excluded.title, type = excluded.type, "
-                "state = excluded.state, fetched_at = excluded.fetched_at", (key, title, type_, state, time.time()))
-
+            rows = run(f"SELECT {CURSOR_COLUMNS} FROM memory_sync ORDER BY repo").fetchall()
+        return [_cursor(row) for row in rows]
 
 def _bump(run: Any, repo: str, postgres: bool = False) -> tuple[int, int]:
     """The repository's version (before, after) this write; the row is locked first on PostgreSQL (SQLite's
@@ -281,6 +242,17 @@ def _bump(run: Any, repo: str, postgres: bool = False) -> tuple[int, int]:
     return (int(row[0]) if row else 0), int(after[0])
 
 
+def _cursor(row: Sequence[Any]) -> SyncCursor:
+    return SyncCursor.model_validate(dict(zip(CURSOR_COLUMNS.split(", "), row, strict=True)))
+
+
+def _rows(rows: Sequence[Any]) -> Rows:
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, 0), dtype=np.float32)
+    vectors = np.frombuffer(b"".join(bytes(r[2]) for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    return np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.float64), vectors
+
+
 def _blob(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
 
@@ -288,7 +260,8 @@ def _blob(vector: np.ndarray) -> bytes:
 def _issue(row: Sequence[Any], signatures: dict[int, tuple[ErrorSignature, ...]] | None = None) -> MemoryIssue:
     return MemoryIssue(repo=row[0], number=row[1], type=row[2], title=row[3], state=row[4], state_reason=row[5],
                        labels=json.loads(row[6]), created_at=row[7], closed_at=row[8], closed_by=row[9],
-                       duplicate_of=row[10], text_hash=row[11], signatures=(signatures or {}).get(int(row[1]), ()))
+                       duplicate_of=row[10], text_hash=row[11], signatures=(signatures or {}).get(int(row[1]), ()),
+                       source_updated_at=row[14])
 
 
 def _connect(url: str, postgres: bool) -> Any:

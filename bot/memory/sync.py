@@ -12,12 +12,13 @@ from datetime import datetime
 from typing import Protocol
 
 from bot.embedding import Embedder
-from bot.memory.records import embed_records, memory_issue
+from bot.memory.records import embed_records, memory_issue, timestamp
 from bot.memory.store import MemoryStore, SyncCursor
 
 log = logging.getLogger(__name__)
 
 PER_PAGE = 100
+RESERVE = 100  # requests of the installation's hour that a history sync leaves for triage
 
 
 class ReadsExhausted(Exception):
@@ -59,14 +60,19 @@ def sync_repository(client: IssueReader, store: MemoryStore, embedder: Embedder,
                     installation_id: int | None = None, since: datetime | None = None, limit: int | None = None,
                     max_pages: int | None = None, budget: PageBudget | None = None, per_page: int = PER_PAGE,
                     page_interval_s: float = 0.0, restart: bool = False, wait_for_reset: bool = False,
+                    reserve: int = RESERVE, unless_erased_since: float | None = None,
                     sleep: Callable[[float], None] = time.sleep) -> SyncCursor:
     """Sync `repo` from where its cursor stands (page 1 when new, finished, pending or `restart`).
 
     The cursor is saved after every page, so a crash or a restart resumes at the next page; issues are
     upserted by (repository, number), so pages read twice never duplicate anything. `limit` stops after
     that many issues, `max_pages` after that many pages and `budget` when the job's pages are spent (a slice
-    of a background job): each leaves the cursor 'running' for the next call. Near the rate limit it raises
-    `ReadsExhausted` (the caller reschedules), or with `wait_for_reset` sleeps until the reset (a CLI run).
+    of a background job): each leaves the cursor 'running' for the next call. Before every request (the page,
+    and each closed issue's timeline) the installation's remaining requests are checked against `reserve`:
+    at the reserve it raises `ReadsExhausted` (the caller reschedules), or with `wait_for_reset` sleeps until
+    the reset (a CLI run). A page cut short keeps what it stored; read again, its issues stored at least as
+    fresh as the listing says are skipped, so no timeline is read twice. Nothing is stored of a repository
+    erased since `unless_erased_since` (the job's start: an uninstall ran meanwhile).
     """
     cursor = store.cursor(repo)
     if cursor is None or cursor.status != "running" or restart:
@@ -75,20 +81,14 @@ def sync_repository(client: IssueReader, store: MemoryStore, embedder: Embedder,
     since_at = datetime.fromisoformat(cursor.since) if cursor.since else None
     budget = budget if budget is not None else PageBudget(max_pages if max_pages is not None else 1 << 62)
     done_now = 0
-    store.save_cursor(cursor)
+    store.save_cursor(cursor, unless_erased_since)
     while budget.left > 0:
-        mind_the_rate_limit(client, repo, wait_for_reset, sleep)
+        mind_the_rate_limit(client, repo, wait_for_reset, sleep, reserve)
         budget.take()
         page = client.list_issues_page(repo, cursor.page, per_page, since_at)
         items = page[: max(0, limit - done_now)] if limit is not None else page
-        if items:
-            records = []
-            for data in items:
-                closed_by, duplicate_of = (client.closing_reference(repo, int(str(data["number"])))
-                                           if data.get("state") == "closed" and not data.get("pull_request")
-                                           else (None, None))
-                records.append(memory_issue(repo, data, closed_by, duplicate_of))
-            store.upsert(list(zip(records, embed_records(embedder, items), strict=True)))
+        store_page(client, store, embedder, repo, items, lambda: mind_the_rate_limit(
+            client, repo, wait_for_reset, sleep, reserve), unless_erased_since)
         done_now += len(items)
         if len(items) < len(page):  # stopped by the limit inside this page: read it again next time
             status, next_page = "running", cursor.page
@@ -97,7 +97,7 @@ def sync_repository(client: IssueReader, store: MemoryStore, embedder: Embedder,
         else:
             status, next_page = "done", cursor.page
         cursor = cursor.model_copy(update={"page": next_page, "synced": store.count(repo), "status": status})
-        store.save_cursor(cursor)
+        store.save_cursor(cursor, unless_erased_since)
         log.info("history sync of %s: %d issue(s) so far, next page %d", repo, cursor.synced, cursor.page,
                  extra={"repo": repo, "synced": cursor.synced, "page": cursor.page, "status": cursor.status})
         if cursor.status == "done" or (limit is not None and done_now >= limit):
@@ -107,12 +107,35 @@ def sync_repository(client: IssueReader, store: MemoryStore, embedder: Embedder,
     return cursor
 
 
+def store_page(client: IssueReader, store: MemoryStore, embedder: Embedder, repo: str,
+               items: list[dict[str, object]], before_request: Callable[[], None],
+               unless_erased_since: float | None = None) -> None:
+    """Store one page's issues, each closed one with what closed it (a timeline read, `before_request` first).
+    Issues stored at least as fresh as the listing are skipped; when `before_request` raises, the issues read
+    so far are stored first, so the page's next reading goes on from there."""
+    fresh = store.fresh(repo, {int(str(d["number"])): timestamp(d.get("updated_at")) for d in items})
+    todo = [d for d in items if int(str(d["number"])) not in fresh]
+    records = []
+    try:
+        for data in todo:
+            closed_by, duplicate_of = None, None
+            if data.get("state") == "closed" and not data.get("pull_request"):
+                before_request()
+                closed_by, duplicate_of = client.closing_reference(repo, int(str(data["number"])))
+            records.append(memory_issue(repo, data, closed_by, duplicate_of))
+    finally:
+        if records:
+            done = todo[:len(records)]
+            store.upsert(list(zip(records, embed_records(embedder, done), strict=True)), unless_erased_since)
+
+
 def mind_the_rate_limit(client: IssueReader, repo: str, wait_for_reset: bool,
-                        sleep: Callable[[float], None]) -> None:
-    """Before a page: past the reserve kept for triage, wait for the reset (a CLI) or raise for the caller."""
-    reset_s = client.pace_reads()
+                        sleep: Callable[[float], None], reserve: int = 100) -> None:
+    """Before a request: past the reserve kept for triage, wait for the reset (a CLI) or raise for the caller."""
+    reset_s = client.pace_reads(reserve)
     if reset_s <= 0:
         return
     if not wait_for_reset:
         raise ReadsExhausted(repo, reset_s)
     sleep(reset_s)
+

@@ -53,7 +53,7 @@ class Metrics:
         self.queue = Gauge("ddl_triage_jobs_by_status", "Jobs in the store by status", ["status"], registry=r,
                            multiprocess_mode="livemostrecent")
         self.ready = Gauge("ddl_triage_ready", "1 once a process that runs jobs has its case base loaded",
-                           registry=r, multiprocess_mode="livemax")
+                           registry=r, multiprocess_mode="livemostrecent")
 
     def render(self, job_counts: dict[str, int], ready: bool) -> bytes:
         """The text exposition (every process's series under `serve`), with the queue gauge read from the

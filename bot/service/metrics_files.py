@@ -3,12 +3,17 @@
 prometheus_client reads `PROMETHEUS_MULTIPROC_DIR` once, when it is imported, to choose how every series of
 the process stores its values: so this module imports nothing of it, and `serve` calls
 `share_metrics_between_processes` before anything imports it. The worker processes inherit the variable.
+
+In the shipped `compose.yaml` the web process and the workers are separate containers: the variable names a
+directory on the volume they share, and each process names its files by host name and pid (every container's
+first process is pid 1), so the web's `/metrics` adds up every worker's series.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -19,9 +24,10 @@ MULTIPROC_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def share_metrics_between_processes(settings: Settings) -> Path:
-    """The multiprocess directory, emptied (series of an earlier run would otherwise be added to this one's):
-    the operator's `PROMETHEUS_MULTIPROC_DIR`, else `STATE_DIR/metrics/<pid>`, one per `serve` (replicas may
-    share a state directory); the directories of `serve` processes that are gone are removed."""
+    """The multiprocess directory: the operator's `PROMETHEUS_MULTIPROC_DIR` as it is (worker containers may
+    be writing there: a restarted web counts on from their files), else `STATE_DIR/metrics/<pid>`, one per
+    `serve` (replicas may share a state directory), emptied (series of an earlier run would otherwise be
+    added to this one's); the directories of `serve` processes that are gone are removed."""
     given = os.environ.get(MULTIPROC_VARIABLE)
     if given:
         path = Path(given)
@@ -34,11 +40,32 @@ def share_metrics_between_processes(settings: Settings) -> Path:
             if not _alive(int(stale.name)):
                 shutil.rmtree(stale, ignore_errors=True)
         path = root / str(os.getpid())
-    path.mkdir(parents=True, exist_ok=True)
-    for stale_file in path.glob("*.db"):
-        stale_file.unlink()
-    os.environ[MULTIPROC_VARIABLE] = str(path)
+        path.mkdir(parents=True, exist_ok=True)
+        for stale_file in path.glob("*.db"):
+            stale_file.unlink()
+        os.environ[MULTIPROC_VARIABLE] = str(path)
+    join_shared_metrics()
     return path
+
+
+def join_shared_metrics() -> None:
+    """A worker process (`ddl-triage worker`, or one `serve` started): in multiprocess mode, its directory
+    exists and its files are named by host and pid. Call before anything creates a series."""
+    given = os.environ.get(MULTIPROC_VARIABLE)
+    if given:
+        Path(given).mkdir(parents=True, exist_ok=True)
+        name_metrics_files()
+
+
+def process_identifier(pid: int | None = None) -> str:
+    """The name of a process's metrics files: containers sharing the directory all run as pid 1."""
+    return f"{socket.gethostname()}-{os.getpid() if pid is None else pid}"
+
+
+def name_metrics_files() -> None:
+    from prometheus_client import values
+
+    values.ValueClass = values.MultiProcessValue(process_identifier)
 
 
 def _alive(pid: int) -> bool:
@@ -56,4 +83,4 @@ def forget_process(pid: int) -> None:
     if os.environ.get(MULTIPROC_VARIABLE):
         from prometheus_client import multiprocess
 
-        multiprocess.mark_process_dead(pid)
+        multiprocess.mark_process_dead(process_identifier(pid))

@@ -18,6 +18,7 @@ from types import FrameType
 import uvicorn
 
 from bot.service.logs import configure_logging
+from bot.service.metrics_files import join_shared_metrics
 from bot.service.queue.upkeep import worker_beat
 from bot.service.queue.worker import Worker
 from bot.service.state import (
@@ -52,6 +53,7 @@ def run_worker_process(settings: Settings, supervised: Supervised | None = None)
     if supervised is not None:
         _follow_parent(supervised)
     configure_logging(settings=settings)
+    join_shared_metrics()
     try:
         state = build_state(settings, Role.WORKER)
     except Exception as exc:

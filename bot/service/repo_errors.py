@@ -8,9 +8,12 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Collection
+from typing import TYPE_CHECKING
 
-from bot.service.queue.store import Store
 from bot.storage.schema import create_tables
+
+if TYPE_CHECKING:  # the store creates this table with its own (`queue/store.py` imports SCHEMA from here)
+    from bot.service.queue.store import Store
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS repo_config_errors (
     repo TEXT PRIMARY KEY, error TEXT NOT NULL, seen_at DOUBLE PRECISION NOT NULL)"""

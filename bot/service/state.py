@@ -24,7 +24,7 @@ from bot.service.github.credentials import check_credentials
 from bot.service.github.github_app import GitHubApp
 from bot.service.handlers.feedback import LearnedCorrections
 from bot.service.metrics import Metrics
-from bot.service.queue.pacing import pace_write
+from bot.service.queue.pacing import SharedPause, pace_write
 from bot.service.queue.store import Store
 from bot.service.web.intake import Intake
 from bot.settings import Settings
@@ -147,6 +147,7 @@ def build_state(settings: Settings, role: Role, *, engine: Engine | None = None,
     store = open_store(settings)
     if client is not None:
         client.pace_with(partial(pace_write, store))
+        client.pause_with(partial(SharedPause, store))
     state = ServiceState(
         settings=settings, options=options or ServiceOptions(run_worker=role is Role.WEB_AND_WORKER), role=role,
         store=store, metrics=Metrics(), engine=EngineSlot(engine), github=client, memory=Memory.open(settings),

@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from github import Github
 from github.IssueComment import IssueComment
 
 from bot.comment import has_marker
 from bot.domain import Issue
-from bot.service.errors import NotFound, PermanentGitHubError
+from bot.service.errors import NotFound, PermanentGitHubError, RateLimited
 from bot.service.github.api_errors import github_errors
 from bot.service.github.models import Comment, IssueSnapshot, PostedComment
 from bot.service.github.payloads import github_time
 
 TIMEOUT_S = 15
+
+
+class InstallationPause(Protocol):
+    """The installation's rate-limit pause, shared by every process (`queue/pacing.py`)."""
+
+    def remaining(self) -> float: ...
+
+    def record(self, wait_s: float) -> None: ...
 
 
 def client_options(api_url: str) -> dict[str, Any]:
@@ -35,13 +44,29 @@ def _association(raw: dict[str, Any]) -> str | None:
 class InstallationClient:
     """Reads and the few writes the bot makes, as one installation; never deletes, never edits the issue."""
 
-    def __init__(self, gh: Github, pace_write: Callable[[], None], app_id: int | None) -> None:
+    def __init__(self, gh: Github, pace_write: Callable[[], None], app_id: int | None,
+                 pause: InstallationPause | None = None) -> None:
         self._gh = gh
         self._pace_write = pace_write
         self._app_id = app_id
+        self._pause = pause
+
+    @contextmanager
+    def _calling(self, what: str) -> Iterator[None]:
+        """One call to GitHub: refused at once while the installation is paused (a rate limit that any
+        process met), and a rate limit met here pauses the installation for every process."""
+        if self._pause is not None and (wait := self._pause.remaining()) > 0:
+            raise RateLimited(f"{what}: the installation is paused by GitHub's rate limit", wait)
+        try:
+            with github_errors(what):
+                yield
+        except RateLimited as exc:
+            if self._pause is not None:
+                self._pause.record(exc.retry_after)
+            raise
 
     def read_issue(self, repo: str, number: int) -> IssueSnapshot:
-        with github_errors(f"read {repo}#{number}"):
+        with self._calling(f"read {repo}#{number}"):
             issue = self._gh.get_repo(repo).get_issue(number)
             return IssueSnapshot(
                 issue=Issue(id=f"{repo}#{number}", title=issue.title, body=issue.body or "", repo=repo,
@@ -53,7 +78,7 @@ class InstallationClient:
     def read_file(self, repo: str, path: str) -> str | None:
         """A text file of the default branch, or None when it does not exist."""
         try:
-            with github_errors(f"read {repo}/{path}"):
+            with self._calling(f"read {repo}/{path}"):
                 content = self._gh.get_repo(repo).get_contents(path)
                 if isinstance(content, list):
                     raise PermanentGitHubError(f"{repo}/{path} is a directory, not a file")
@@ -68,22 +93,34 @@ class InstallationClient:
             return None
         return Comment(id=found.id, body=found.body, author=found.user.login, author_is_bot=True)
 
-    def upsert_comment(self, repo: str, number: int, body: str) -> PostedComment:
-        """Edit the bot's comment in place, or create it; an unchanged body is not written again."""
-        existing = self._bot_comment(repo, number)
+    def upsert_comment(self, repo: str, number: int, body: str, known_id: int | None = None) -> PostedComment:
+        """Edit the bot's comment in place, or create it; an unchanged body is not written again. `known_id`:
+        the comment's id as stored by an earlier triage, read directly (a listing just after a create may not
+        show it yet); when it is gone or not the bot's, the comments are searched for the marker."""
+        existing = self._comment_by_id(repo, number, known_id) if known_id is not None else None
+        existing = existing or self._bot_comment(repo, number)
         if existing is not None and existing.body == body:
             return PostedComment(id=existing.id, created=False, changed=False)
         self._pace_write()
         if existing is not None:
-            with github_errors(f"edit comment {existing.id} on {repo}#{number}"):
+            with self._calling(f"edit comment {existing.id} on {repo}#{number}"):
                 existing.edit(body)
             return PostedComment(id=existing.id, created=False, changed=True)
-        with github_errors(f"comment on {repo}#{number}"):
+        with self._calling(f"comment on {repo}#{number}"):
             created = self._gh.get_repo(repo).get_issue(number).create_comment(body)
         return PostedComment(id=created.id, created=True, changed=True)
 
+    def _comment_by_id(self, repo: str, number: int, comment_id: int) -> IssueComment | None:
+        try:
+            with self._calling(f"read comment {comment_id} on {repo}#{number}"):
+                comment = self._gh.get_repo(repo).get_issue(number).get_comment(comment_id)
+                on_issue = comment.issue_url.rstrip("/").endswith(f"/issues/{number}")
+                return comment if on_issue and has_marker(comment.body) and self._is_own(comment) else None
+        except NotFound:
+            return None
+
     def _bot_comment(self, repo: str, number: int) -> IssueComment | None:
-        with github_errors(f"list comments of {repo}#{number}"):
+        with self._calling(f"list comments of {repo}#{number}"):
             for comment in self._gh.get_repo(repo).get_issue(number).get_comments():
                 if has_marker(comment.body) and self._is_own(comment):
                     return comment
@@ -100,14 +137,14 @@ class InstallationClient:
 
     def add_labels(self, repo: str, number: int, wanted: list[str], present: list[str]) -> list[str]:
         """Add those of `wanted` that the repository has and the issue lacks; returns what was added."""
-        with github_errors(f"labels of {repo}"):
+        with self._calling(f"labels of {repo}"):
             existing = {label.name.casefold(): label.name for label in self._gh.get_repo(repo).get_labels()}
         have = {name.casefold() for name in present}
         to_add = list(dict.fromkeys(existing[name.casefold()] for name in wanted
                                     if name.casefold() in existing and name.casefold() not in have))
         if to_add:
             self._pace_write()
-            with github_errors(f"label {repo}#{number}"):
+            with self._calling(f"label {repo}#{number}"):
                 self._gh.get_repo(repo).get_issue(number).add_to_labels(*to_add)
         return to_add
 
@@ -126,7 +163,7 @@ class InstallationClient:
         """The collaborator's role on the repository by name (admin, maintain, write, triage, read or a custom
         role), not the legacy `permission` that folds maintain into write and triage into read; None: none."""
         try:
-            with github_errors(f"role of {user} on {repo}"):
+            with self._calling(f"role of {user} on {repo}"):
                 return self._gh.get_repo(repo).get_collaborator_role_name(user) or None
         except NotFound:
             return None
@@ -151,7 +188,7 @@ class InstallationClient:
         if since is not None:
             params["since"] = (since.astimezone(UTC) if since.tzinfo else since).strftime(
                 "%Y-%m-%dT%H:%M:%SZ")
-        with github_errors(f"list issues of {repo}, page {page}"):
+        with self._calling(f"list issues of {repo}, page {page}"):
             _headers, data = self._gh.requester.requestJsonAndCheck("GET", f"/repos/{repo}/issues", parameters=params)
         return [item for item in data if isinstance(item, dict)] if isinstance(data, list) else []
 
@@ -159,7 +196,7 @@ class InstallationClient:
         """What closed an issue according to its timeline: ("#PR" or a commit sha, duplicate-of number)."""
         closed_by: str | None = None
         duplicate_of: int | None = None
-        with github_errors(f"timeline of {repo}#{number}"):
+        with self._calling(f"timeline of {repo}#{number}"):
             for event in self._gh.get_repo(repo).get_issue(number).get_timeline():
                 data = event.raw_data
                 source = (data.get("source") or {}).get("issue") or {}
@@ -179,7 +216,7 @@ class InstallationClient:
         from github.PaginatedList import PaginatedList
         from github.Repository import Repository
 
-        with github_errors("installation repositories"):
+        with self._calling("installation repositories"):
             listing = PaginatedList(Repository, self._gh.requester, "/installation/repositories", None,
                                     list_item="repositories")
             return [repo.full_name for repo in listing]

@@ -13,7 +13,7 @@ from typing import Any
 from github import Auth, Github, GithubIntegration
 
 from bot.service.github.api_errors import github_errors
-from bot.service.github.client import InstallationClient, client_options
+from bot.service.github.client import InstallationClient, InstallationPause, client_options
 from bot.service.github.credentials import AppCredentials
 
 MAX_CACHED_INSTALLATIONS = 1024
@@ -32,12 +32,18 @@ class GitHubApp:
         self._clients: OrderedDict[int, InstallationClient] = OrderedDict()
         self._last_write: dict[int, float] = {}
         self._pace: Callable[[int, float], None] | None = None
+        self._pauses: Callable[[int], InstallationPause] | None = None
 
     def pace_with(self, pace: Callable[[int, float], None]) -> None:
         """Pace writes with `pace(installation, interval)`, which returns when the write may go or raises to
         defer the job (a booking in the shared database, so every replica's writes to one installation are
         paced together; see `queue/pacing.py`)."""
         self._pace = pace
+
+    def pause_with(self, pauses: Callable[[int], InstallationPause]) -> None:
+        """Share each installation's rate-limit pause through `pauses(installation)` (the shared database), so
+        a limit one caller meets holds every caller of that installation, in every process."""
+        self._pauses = pauses
 
     def installation(self, installation_id: int) -> InstallationClient:
         """A client acting as one installation. Nothing is asked of GitHub here: the token is bought on the
@@ -47,7 +53,8 @@ class GitHubApp:
             if client is None:
                 auth = self._auth.get_installation_auth(installation_id)
                 client = InstallationClient(Github(auth=auth, lazy=True, **client_options(self.api_url)),
-                                            lambda: self._pace_write(installation_id), self.app_id)
+                                            lambda: self._pace_write(installation_id), self.app_id,
+                                            self._pauses(installation_id) if self._pauses else None)
                 self._clients[installation_id] = client
                 if len(self._clients) > MAX_CACHED_INSTALLATIONS:
                     self._clients.popitem(last=False)

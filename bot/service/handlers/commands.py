@@ -67,7 +67,7 @@ def handle_comment(ctx: JobContext, event: WebhookEvent) -> str:
         config = usable_config(ctx, event.repo)
         if isinstance(config, str):
             return config
-        record_corrections(ctx.state.store, ctx.delivery_id, event, author, corrections)
+        record_corrections(ctx.state.store, ctx.delivery_id, event, author, corrections, ctx.started_at)
     # Asked for by someone with write access: answered on a member's issue too (the rest of the policy holds).
     return triage_issue(ctx, event, requested=True)
 

@@ -11,8 +11,8 @@ from bot.repo_config import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo
 from bot.service.errors import PermanentGitHubError
 from bot.service.github.client import InstallationClient
 from bot.service.handlers.context import JobContext
-from bot.service.queue.erasure import forget_payload
 from bot.service.repo_errors import clear_config_errors, record_config_error
+from bot.service.retention.erasure import forget_payload
 from bot.taxonomy import Taxonomy
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot.engine import Engine
@@ -20,6 +21,8 @@ class JobContext:
     client: InstallationClient | None
     delivery_id: str
     payload: dict[str, Any] | None = None  # the delivery's payload when it is at hand (the Action), else stored
+    # When the job started: what it would store of a repository or issue erased since then is refused.
+    started_at: float = field(default_factory=time.time)
 
     @property
     def shadow(self) -> bool:

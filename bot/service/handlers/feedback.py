@@ -12,6 +12,7 @@ from bot.links import issue_html_url
 from bot.service.github.models import WebhookEvent
 from bot.service.queue.store import Store
 from bot.settings import AXES
+from bot.storage.erasures import erasures_after, repo_key
 from bot.taxonomy import Taxonomy
 
 log = logging.getLogger(__name__)
@@ -32,10 +33,11 @@ def validate_corrections(raw: dict[str, str], taxonomy: Taxonomy) -> tuple[dict[
 
 
 def record_corrections(store: Store, delivery_id: str, event: WebhookEvent, author: str,
-                       corrections: dict[str, str]) -> None:
-    """Store each correction with the issue's text, so it is a labelled case from now on."""
+                       corrections: dict[str, str], started_at: float | None = None) -> None:
+    """Store each correction with the issue's text, so it is a labelled case from now on (not when the
+    repository or the issue was erased since the job `started_at`)."""
     store.save_feedback(delivery_id, event.repo, event.number, author, event.issue.title, event.issue.body,
-                        corrections)
+                        corrections, unless_erased_since=started_at)
     log.info("correction recorded", extra={"repo": event.repo, "number": event.number, "author": author,
                                            "corrections": corrections})
 
@@ -63,11 +65,14 @@ class LearnedCorrections:
         self.store = store
         self.api_url = api_url
         self.last_id = 0
+        self.last_erasure = 0
         self._lock = threading.Lock()
 
     def catch_up(self, engine: Engine) -> int:
-        """Add the corrections stored since the last catch-up to `engine`'s case base (one indexed query)."""
+        """Drop from `engine`'s case base the corrections erased since the last catch-up (an uninstall, a
+        deleted issue, retention), then add those stored since (two indexed queries)."""
         with self._lock:
+            self._forget_erased(engine)
             rows = self.store.feedback_cases(after_id=self.last_id)
             if not rows:
                 return 0
@@ -75,3 +80,42 @@ class LearnedCorrections:
             self.last_id = max(int(row["id"]) for row in rows)
         log.info("case base caught up with %d maintainer-corrected issue(s)", added)
         return added
+
+    def _forget_erased(self, engine: Engine) -> None:
+        with self.store.transaction() as run:
+            erased = erasures_after(run, self.last_erasure)
+        if not erased:
+            return
+        whole = {key for _, key, number in erased if number is None}
+        issues = {(key, number) for _, key, number in erased if number is not None}
+        doomed = [cid for cid, repo in engine.private_cases.items()
+                  if repo_key(repo) in whole or (repo_key(repo), _number(cid)) in issues]
+        removed = forget_cases(engine, doomed)
+        self.last_erasure = erased[-1][0]
+        if removed:
+            log.info("case base: %d erased correction(s) forgotten", removed)
+
+
+def forget_cases(engine: Engine, ids: list[str]) -> int:
+    """Take private cases (maintainers' corrections that were erased) out of the engine's case base at once.
+    Only private cases go: they were appended after the pack's, so no other case changes its row."""
+    gone = {cid for cid in ids if cid in engine.private_cases}
+    if not gone:
+        return 0
+    training, index = engine.training, engine.training.index
+    keep = [i for i, case in enumerate(index.cases) if case.id not in gone]
+    index.cases[:] = [index.cases[i] for i in keep]
+    index.vectors = index.vectors[keep]
+    index.digests[:] = [index.digests[i] for i in keep]
+    training.texts[:] = [training.texts[i] for i in keep]
+    for targets in training.targets.values():
+        targets[:] = [targets[i] for i in keep]
+    index.forget_lookup()
+    for cid in gone:
+        del engine.private_cases[cid]
+    return len(gone)
+
+
+def _number(case_id: str) -> int | None:
+    number = case_id.rpartition("#")[2]
+    return int(number) if number.isdigit() else None

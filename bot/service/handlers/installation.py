@@ -16,8 +16,7 @@ from bot.service.github.models import WebhookEvent
 from bot.service.handlers.config_file import checked_config
 from bot.service.handlers.context import JobContext, payload_of
 from bot.service.handlers.router import Router
-from bot.service.queue.erasure import erase_repositories
-from bot.service.repo_errors import clear_config_errors
+from bot.service.retention.erasure import erase_repositories
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +65,8 @@ def handle_installed(ctx: JobContext, event: WebhookEvent) -> str:
                 memory.store.save_cursor(cursor.model_copy(update={"status": "running", "error": None}))
             synced = sync_repository(ctx.client, memory.store, ctx.engine.embedder, cursor.repo,
                                      installation_id=event.installation_id, budget=budget,
-                                     page_interval_s=settings.memory_page_interval_s)
+                                     page_interval_s=settings.memory_page_interval_s,
+                                     unless_erased_since=ctx.started_at)
         except ReadsExhausted as exc:  # the worker queues this job again for the reset, without an attempt
             raise RateLimited(str(exc), exc.wait_s) from None
         except (RepoConfigError, TransientGitHubError, PermanentGitHubError) as exc:
@@ -154,12 +154,9 @@ def handle_uninstalled(ctx: JobContext, event: WebhookEvent) -> str:
     memory = ctx.state.memory
     if deleted:  # every repository this installation synced, whether or not the payload lists it
         repos |= {c.repo for c in memory.store.cursors() if c.installation_id == event.installation_id}
-    hashes = [digest for repo in sorted(repos) for digest in memory.forget_repo(repo)]
-    clear_config_errors(ctx.state.store, repos)
-    ctx.engine.embedder.forget(hashes)
-    erased = erase_repositories(ctx.state.store, repos, ctx.delivery_id,
-                                event.installation_id if deleted else None)
-    log.info("%d uninstalled repositories erased", len(repos), extra={"issues": len(hashes)} | erased)
+    erased = erase_repositories(ctx.state.store, memory, ctx.engine.embedder, repos, ctx.delivery_id,
+                                event.installation_id, whole_installation=deleted)
+    log.info("%d uninstalled repositories erased", len(repos), extra=erased)
     return f"{len(repos)} repositories erased"
 
 

@@ -14,7 +14,7 @@ from bot.service.github.models import WebhookEvent
 from bot.service.handlers.config_file import usable_config
 from bot.service.handlers.context import JobContext, payload_of
 from bot.service.handlers.router import Router
-from bot.service.queue.erasure import forget_payload
+from bot.service.retention.erasure import erase_issue, forget_payload
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ def remember_issue(ctx: JobContext, repo: str, data: dict[str, Any]) -> None:
             log.warning("timeline of %s#%s not read: %s", repo, data["number"], exc)
     # Through the index: the issue joins the loaded matrix, so the next search reloads nothing.
     ctx.state.memory.index.save([(memory_issue(repo, data, closed_by, duplicate_of),
-                                  embed_records(ctx.engine.embedder, [data])[0])])
+                                  embed_records(ctx.engine.embedder, [data])[0])], unless_erased_since=ctx.started_at)
 
 
 @router.register("issues", "closed", "labeled", "unlabeled")
@@ -45,7 +45,9 @@ def handle_issue_change(ctx: JobContext, event: WebhookEvent) -> str:
 
 @router.register("issues", "deleted")
 def handle_issue_deleted(ctx: JobContext, event: WebhookEvent) -> str:
-    ctx.state.memory.store.delete_issue(event.repo, event.number)  # forgetting is allowed, even when disabled
+    # Forgetting is allowed, even when disabled: the memory's row, decisions and corrections about the issue.
+    erased = erase_issue(ctx.state.store, ctx.state.memory, event.repo, event.number)
+    log.info("deleted issue erased", extra={"repo": event.repo, "number": event.number} | erased)
     return "memory updated (deleted)"
 
 

@@ -3,14 +3,18 @@ silent when the repository's comment policy says so (`bot/comment/policy.py`).""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import replace
+
+from pydantic import BaseModel
 
 from bot.comment import compose, silence_reason
 from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
 from bot.decision import Plan, plan_response
 from bot.repo_config import RepoConfig
+from bot.service.errors import WriteDeferred
 from bot.service.github.models import IssueSnapshot, PostedComment, WebhookEvent
 from bot.service.handlers.config_file import usable_config
 from bot.service.handlers.context import JobContext
@@ -18,6 +22,7 @@ from bot.service.handlers.issue_lifecycle import remember_from_delivery
 from bot.service.handlers.recall import recall
 from bot.service.handlers.router import Router
 from bot.service.queue.jobs import Decision
+from bot.service.queue.pacing import save_prepared, take_prepared
 from bot.service.review.html_cache import keep_html
 
 log = logging.getLogger(__name__)
@@ -36,11 +41,27 @@ def handle_issue(ctx: JobContext, event: WebhookEvent) -> str:
     return triage_issue(ctx, event)
 
 
+class Prepared(BaseModel):
+    """A triage computed up to its writes: what a run deferred by write pacing keeps for the next one."""
+
+    decision: Decision  # as it will be stored, less what the writes say (posted, comment id, labels added)
+    body: str | None
+    silence: str | None
+    wanted: list[str]
+    present: list[str]
+    post: bool
+
+
 def triage_issue(ctx: JobContext, event: WebhookEvent, *, requested: bool = False) -> str:
     """Triage the issue as it is now and upsert the bot's comment, or stay silent; returns the outcome.
 
     `requested`: someone with write access asked for it (`/triage`), so an issue of a member is answered too.
+    A run deferred by write pacing (its installation's next write slot is booked) left what it computed on
+    the job: the next run only writes it.
     """
+    kept = take_prepared(ctx.state.store, ctx.delivery_id)
+    if kept is not None:
+        return _write(ctx, event, Prepared.model_validate_json(kept))
     config = usable_config(ctx, event.repo)
     if isinstance(config, str):  # read first: nothing is stored of a repository that is off or misconfigured
         return config
@@ -61,27 +82,52 @@ def triage_issue(ctx: JobContext, event: WebhookEvent, *, requested: bool = Fals
     plan = replace(plan, result=plan.result.model_copy(update={"repo_labels": recalled.repo_labels}))
     body, silence, reasons = _comment(ctx, config, snapshot, event, plan, requested=requested)
     wanted = plan.labels + ([n for n, _ in recalled.repo_labels] if config.labels.enabled else [])
-    posted, added = _carry_out(ctx, event, plan, body, wanted, snapshot.labels)
-    outcome = silence or _posted_outcome(posted)
-    _save(ctx, event, plan, body, posted, added, outcome, (snapshot.issue.title, list(reasons)))
+    prepared = Prepared(decision=_decision(ctx, event, plan, body, (snapshot.issue.title, list(reasons))),
+                        body=body, silence=silence, wanted=wanted, present=snapshot.labels, post=plan.post)
+    try:
+        return _write(ctx, event, prepared)
+    except WriteDeferred:
+        save_prepared(ctx.state.store, ctx.delivery_id, prepared.model_dump_json())
+        raise
+
+
+def _write(ctx: JobContext, event: WebhookEvent, prepared: Prepared) -> str:
+    """The prepared triage's writes (the comment, the labels), then its decision; the outcome."""
+    posted, added = _carry_out(ctx, event, prepared.post, prepared.body, prepared.wanted, prepared.present)
+    outcome = prepared.silence or _posted_outcome(posted)
+    decision = prepared.decision.model_copy(update={
+        "posted": posted is not None, "comment_id": posted.id if posted else None, "labels_added": added,
+        "outcome": outcome})
+    if ctx.state.store.save_decision(decision, unless_erased_since=ctx.started_at):
+        keep_html(ctx.state.store, [decision])  # the review page's queue reads it rendered
     ctx.state.metrics.comments.labels(outcome=COMMENT_METRIC[outcome]).inc()
     return outcome
 
 
-def _carry_out(ctx: JobContext, event: WebhookEvent, plan: Plan, body: str | None, wanted: list[str],
+def _carry_out(ctx: JobContext, event: WebhookEvent, post: bool, body: str | None, wanted: list[str],
                present: list[str]) -> tuple[PostedComment | None, list[str]]:
     """Upsert the comment (unless silent) and add the labels the plan allows; nothing in shadow mode.
 
     The repository's own labels are in `wanted` only where the config enables labels; add_labels skips names
     the repository does not have. Labels do not depend on the comment: a silent triage still adds them.
     """
-    if not plan.post or ctx.client is None:
+    if not post or ctx.client is None:
         return None, []
     # Silent: nothing is posted, and a comment this bot left on the issue earlier (an older version, or before
     # an edit) is left as it is: the bot never deletes, and an edit saying "nothing to add" would be noise.
-    posted = ctx.client.upsert_comment(event.repo, event.number, body) if body is not None else None
+    posted = (ctx.client.upsert_comment(event.repo, event.number, body, posted_comment_id(ctx, event))
+              if body is not None else None)
     added = ctx.client.add_labels(event.repo, event.number, wanted, present) if wanted else []
     return posted, added
+
+
+def posted_comment_id(ctx: JobContext, event: WebhookEvent) -> int | None:
+    """The id of the bot's comment on the issue, as the latest decision that posted one stored it."""
+    with ctx.state.store.transaction() as run:
+        rows = run("SELECT decision FROM decisions WHERE repo = ? AND number = ? ORDER BY created_at DESC LIMIT 20",
+                   (event.repo, event.number)).fetchall()
+    ids = [json.loads(row[0]).get("comment_id") for row in rows]
+    return next((int(i) for i in ids if isinstance(i, int)), None)
 
 
 def _comment(ctx: JobContext, config: RepoConfig, snapshot: IssueSnapshot, event: WebhookEvent, plan: Plan, *,
@@ -108,17 +154,16 @@ def _posted_outcome(posted: PostedComment | None) -> str:
     return "comment edited" if posted.changed else "comment unchanged"
 
 
-def _save(ctx: JobContext, event: WebhookEvent, plan: Plan, body: str | None, posted: PostedComment | None,
-          added: list[str], outcome: str, about: tuple[str, list[str]]) -> None:
-    """The decision, stored whether or not anything was posted (shown at /decisions, kept for audit)."""
+def _decision(ctx: JobContext, event: WebhookEvent, plan: Plan, body: str | None,
+              about: tuple[str, list[str]]) -> Decision:
+    """The decision, stored whether or not anything was posted (shown at /decisions, kept for audit); what the
+    writes say (posted, comment id, labels added, the outcome) is filled in after them. `about`: the issue's
+    title and the comment's reasons to speak."""
     result = plan.result
-    decision = Decision(
+    return Decision(
         delivery_id=ctx.delivery_id, repo=event.repo, number=event.number, event=event.event,
-        action=event.action, shadow=plan.shadow, posted=posted is not None,
-        comment_id=posted.id if posted else None, labels_added=added,
+        action=event.action, shadow=plan.shadow, posted=False,
         predictions={axis: p.model_dump() for axis, p in result.predictions.items()},
         neighbours=[{"id": n.id, "url": n.url, "score": round(n.score, 4)} for n in result.neighbours],
-        related=[r.model_dump() for r in result.related], repo_labels=result.repo_labels,
-        comment=body, outcome=outcome, title=about[0], reasons=about[1])
-    ctx.state.store.save_decision(decision)
-    keep_html(ctx.state.store, [decision])  # the review page's queue reads it rendered
+        related=[r.model_dump() for r in result.related], repo_labels=result.repo_labels, comment=body,
+        title=about[0], reasons=about[1])

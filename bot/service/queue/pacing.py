@@ -1,4 +1,5 @@
-"""Write pacing shared by every process and replica: at most one write per interval per installation.
+"""Write pacing shared by every process and replica: at most one write per interval per installation; and a
+rate limit that GitHub answered to one caller pauses every caller of that installation until it lifts.
 
 A write that is not due yet does not sleep in the worker: the job books the installation's next free slot
 and is queued again for that time (`WriteDeferred`), holding the slot, so its next run writes at once
@@ -61,3 +62,48 @@ def holding_write_slot(slot: float | None) -> Iterator[None]:
         yield
     finally:
         _held_slot.reset(token)
+
+
+def pause_installation(store: Store, installation_id: int, wait_s: float, now: float | None = None) -> None:
+    """GitHub rate-limited the installation for `wait_s`: every process's calls as it wait that long (a
+    secondary limit answers whoever calls next, not only the job that hit it). A longer pause is kept."""
+    until = (time.time() if now is None else now) + max(0.0, wait_s)
+    with store.transaction() as run:
+        run("INSERT INTO github_pauses (installation_id, paused_until) VALUES (?, ?) ON CONFLICT (installation_id) "
+            "DO UPDATE SET paused_until = CASE WHEN excluded.paused_until > github_pauses.paused_until "
+            "THEN excluded.paused_until ELSE github_pauses.paused_until END", (installation_id, until))
+
+
+def paused_for(store: Store, installation_id: int, now: float | None = None) -> float:
+    """Seconds the installation's calls must still wait (0: none), as any process recorded it."""
+    now = time.time() if now is None else now
+    with store.transaction() as run:
+        row = run("SELECT paused_until FROM github_pauses WHERE installation_id = ?", (installation_id,)).fetchone()
+    return max(0.0, float(row[0]) - now) if row else 0.0
+
+
+class SharedPause:
+    """One installation's pause in the shared database (what `InstallationClient` asks before each call)."""
+
+    def __init__(self, store: Store, installation_id: int) -> None:
+        self.store, self.installation_id = store, installation_id
+
+    def remaining(self) -> float:
+        return paused_for(self.store, self.installation_id)
+
+    def record(self, wait_s: float) -> None:
+        pause_installation(self.store, self.installation_id, wait_s)
+
+
+def save_prepared(store: Store, delivery_id: str, prepared: str) -> None:
+    """What a job deferred by pacing had computed before its write (see `handlers/triage.py`): its next run
+    writes it without reading, triaging or asking the LLM again. Kept on the job row, so it goes with the job."""
+    with store.transaction() as run:
+        run("UPDATE jobs SET prepared = ? WHERE delivery_id = ?", (prepared, delivery_id))
+
+
+def take_prepared(store: Store, delivery_id: str) -> str | None:
+    """The job's prepared write, if an earlier run left one (it stays until the job ends)."""
+    with store.transaction() as run:
+        row = run("SELECT prepared FROM jobs WHERE delivery_id = ?", (delivery_id,)).fetchone()
+    return str(row[0]) if row and row[0] is not None else None

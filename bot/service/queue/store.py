@@ -11,8 +11,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from bot.errors import ConfigError
+from bot.service.queue.decisions import DecisionQueries
 from bot.service.queue.deliveries import NewDelivery, Recorded, record_deliveries
-from bot.service.queue.jobs import Decision, Job
+from bot.service.queue.jobs import Job
+from bot.service.repo_errors import SCHEMA as REPO_ERRORS_SCHEMA
 from bot.service.review.tables import REVIEW_SCHEMA
 from bot.storage.database import (  # StoreUnavailable and the connectors are imported from here too
     StoreUnavailable,
@@ -22,6 +24,7 @@ from bot.storage.database import (  # StoreUnavailable and the connectors are im
     live_postgres,
     transaction,
 )
+from bot.storage.erasures import create_erasure_table
 from bot.storage.schema import create_tables
 
 __all__ = ["Store", "StoreUnavailable", "connect_sqlite", "transaction"]
@@ -47,15 +50,21 @@ CREATE TABLE IF NOT EXISTS feedback (
     axis TEXT NOT NULL, value TEXT NOT NULL, author TEXT NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL,
     created_at DOUBLE PRECISION NOT NULL, UNIQUE (delivery_id, axis));
 CREATE INDEX IF NOT EXISTS feedback_by_repo ON feedback (repo, id);
+CREATE INDEX IF NOT EXISTS feedback_by_age ON feedback (created_at);
+CREATE INDEX IF NOT EXISTS decisions_by_repo ON decisions (repo, number);
+CREATE INDEX IF NOT EXISTS decisions_by_age ON decisions (created_at);
+CREATE INDEX IF NOT EXISTS jobs_by_issue ON jobs (issue_key);
 CREATE TABLE IF NOT EXISTS redeliveries (guid TEXT PRIMARY KEY, asked_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE IF NOT EXISTS workers (
     id TEXT PRIMARY KEY, ready INTEGER NOT NULL, beat_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE IF NOT EXISTS write_pacing (
     installation_id BIGINT PRIMARY KEY, next_write_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS github_pauses (
+    installation_id BIGINT PRIMARY KEY, paused_until DOUBLE PRECISION NOT NULL);
 """
 # Columns added after the first release: added to an older database at start-up.
 MIGRATIONS = (("jobs", "lease_token", "TEXT"), ("jobs", "lease_expires_at", "DOUBLE PRECISION"),
-              ("jobs", "write_slot", "DOUBLE PRECISION"))
+              ("jobs", "write_slot", "DOUBLE PRECISION"), ("jobs", "prepared", "TEXT"))
 JOB_COLUMNS = ("id, delivery_id, event, action, issue_key, status, attempts, last_error, received_at, "
                "lease_token, write_slot")
 # The oldest due job whose issue has no job running: one issue's jobs never race for its comment.
@@ -69,7 +78,7 @@ RETURNING {JOB_COLUMNS}"""
 # Every outcome write names the lease it holds: a worker whose lease was taken over changes nothing.
 OWNED = "WHERE id = ? AND lease_token = ? AND status = 'running'"
 
-class Store:
+class Store(DecisionQueries):
     """One connection guarded by a lock; every method is one transaction. SQL is shared by both engines."""
 
     def __init__(self, url: str, busy_timeout_s: float = 30.0) -> None:
@@ -82,6 +91,8 @@ class Store:
         serial = "BIGSERIAL" if self.postgres else "INTEGER"
         with self._tx() as run:
             create_tables(run, self.postgres, (SCHEMA + REVIEW_SCHEMA).format(serial=serial))
+            create_erasure_table(run, self.postgres)
+            create_tables(run, self.postgres, REPO_ERRORS_SCHEMA)
             for table, column, kind in MIGRATIONS:
                 self._add_column(run, table, column, kind)
 
@@ -224,53 +235,6 @@ class Store:
         with self._tx() as run:
             rows = run("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall()
         return {str(status): int(n) for status, n in rows}
-
-    # --- decisions and feedback ---------------------------------------------------------------------------
-
-    def save_decision(self, decision: Decision) -> None:
-        """One decision per delivery; a retried job overwrites its own."""
-        data = decision.model_copy(update={"created_at": time.time()})
-        with self._tx() as run:
-            run("INSERT INTO decisions (delivery_id, repo, number, created_at, decision) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (delivery_id) "
-                "DO UPDATE SET created_at = excluded.created_at, decision = excluded.decision",
-                (data.delivery_id, data.repo, data.number, data.created_at, data.model_dump_json()))
-
-    def decisions(self, limit: int = 50, repo: str | None = None) -> list[Decision]:
-        """The latest decisions first."""
-        where, params = ("WHERE repo = ? ", [repo]) if repo else ("", [])
-        with self._tx() as run:
-            rows = run(f"SELECT decision FROM decisions {where}ORDER BY created_at DESC LIMIT ?",
-                       (*params, limit)).fetchall()
-        return [Decision.model_validate_json(row[0]) for row in rows]
-
-    def save_feedback(self, delivery_id: str, repo: str, number: int, author: str, title: str, body: str,
-                      corrections: dict[str, str]) -> None:
-        """A maintainer's corrections: each one a labelled case (the issue text with the axis value)."""
-        now = time.time()
-        with self._tx() as run:
-            for axis, value in corrections.items():
-                run("INSERT INTO feedback (delivery_id, repo, number, axis, value, author, title, body, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (delivery_id, axis) DO NOTHING",
-                    (delivery_id, repo, number, axis, value, author, title, body, now))
-
-    def corrections(self, repo: str, number: int) -> dict[str, str]:
-        """The latest correction per axis for one issue."""
-        with self._tx() as run:
-            rows = run("SELECT axis, value FROM feedback WHERE repo = ? AND number = ? "
-                       "ORDER BY created_at, id", (repo, number)).fetchall()
-        return {str(axis): str(value) for axis, value in rows}
-
-    def feedback_cases(self, after_id: int = 0, repo: str | None = None) -> list[dict[str, Any]]:
-        """Every correction (or those stored after `after_id`, or of one repository) as a labelled case,
-        oldest first."""
-        where, params = ("AND repo = ? ", (repo,)) if repo is not None else ("", ())
-        with self._tx() as run:
-            rows = run("SELECT id, repo, number, axis, value, author, title, body FROM feedback WHERE id > ? "
-                       f"{where}ORDER BY id", (after_id, *params)).fetchall()
-        keys = ("id", "repo", "number", "axis", "value", "author", "title", "body")
-        return [dict(zip(keys, row, strict=True)) for row in rows]
 
 
 def _job(row: Sequence[Any]) -> Job:

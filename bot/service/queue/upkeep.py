@@ -1,5 +1,5 @@
-"""Queue administration and housekeeping on the service database: listing and retrying jobs, retention, and
-the workers' heartbeats. Each function is one transaction on a `Store`."""
+"""Queue administration and housekeeping on the service database: listing and retrying jobs, and the
+workers' heartbeats (retention: `bot/service/retention/`). Each function is one transaction on a `Store`."""
 
 from __future__ import annotations
 
@@ -32,28 +32,6 @@ def retry_jobs(store: Store, job_ids: list[int] | None = None) -> int:
         params += job_ids
     with store.transaction() as run:
         return int(run(sql, params).rowcount)
-
-
-def prune(store: Store, days: float, now: float | None = None) -> dict[str, int]:
-    """Forget finished jobs, their deliveries, and decisions older than `days`; counts of what went.
-
-    Done and superseded jobs go; queued, running and failed jobs (and their deliveries) are kept: they still
-    have work or an operator's attention ahead of them.
-    """
-    cutoff = (time.time() if now is None else now) - days * DAY_S
-    with store.transaction() as run:
-        jobs = run("DELETE FROM jobs WHERE status IN ('done', 'superseded') AND updated_at < ?",
-                   (cutoff,)).rowcount
-        deliveries = run("DELETE FROM deliveries WHERE received_at < ? AND NOT EXISTS "
-                         "(SELECT 1 FROM jobs WHERE jobs.delivery_id = deliveries.id)", (cutoff,)).rowcount
-        decisions = run("DELETE FROM decisions WHERE created_at < ?", (cutoff,)).rowcount
-        # The review page's ratings and reaction reads go with their decisions; its sessions when they expire.
-        run("DELETE FROM review_ratings WHERE created_at < ?", (cutoff,))
-        run("DELETE FROM reaction_reads WHERE read_at < ?", (cutoff,))
-        run("DELETE FROM comment_html WHERE NOT EXISTS "
-            "(SELECT 1 FROM decisions WHERE decisions.delivery_id = comment_html.delivery_id)")
-        run("DELETE FROM review_sessions WHERE expires_at < ?", (time.time() if now is None else now,))
-    return {"jobs": int(jobs), "deliveries": int(deliveries), "decisions": int(decisions)}
 
 
 def worker_beat(store: Store, worker_id: str, ready: bool, now: float | None = None) -> None:

@@ -18,7 +18,8 @@ from bot.service.logs import bind_delivery
 from bot.service.queue.jobs import Job
 from bot.service.queue.pacing import holding_write_slot
 from bot.service.queue.recovery import recover_missed
-from bot.service.queue.upkeep import prune, worker_beat
+from bot.service.queue.upkeep import worker_beat
+from bot.service.retention.policy import prune
 from bot.service.review.reactions import read_reactions
 from bot.service.state import ServiceState
 from bot.storage.database import StoreUnavailable, unavailable
@@ -76,7 +77,8 @@ class Worker:
                     next_sweep = time.monotonic() + self.state.settings.job_lease_s / 3
                 if time.monotonic() >= next_prune:
                     next_prune = time.monotonic() + PRUNE_EVERY_S
-                    gone = prune(self.state.store, self.state.settings.retention_days)
+                    gone = prune(self.state.store, self.state.settings.retention_days,
+                                 feedback_days=self.state.settings.feedback_retention_days)
                     if any(gone.values()):
                         log.info("retention: deleted %s", gone)
                 # Not in shadow mode: asking GitHub to redeliver is an action on the App's behalf.

@@ -50,9 +50,9 @@ def post_approved(ctx: JobContext, event: WebhookEvent) -> str:
         return "review: nothing to post"
     if ctx.client is None:
         return "review: no App credentials to post with"
-    config = usable_config(ctx, event.repo)  # off or misconfigured since: nothing is posted
+    config = usable_config(ctx, event.repo)  # turned off, or unusable, since the triage: nothing is posted
     if isinstance(config, str):
-        return f"review: {config}"
+        return config
     posted = ctx.client.upsert_comment(event.repo, event.number, decided.comment)
     outcome = "comment created" if posted.created else "comment edited" if posted.changed else "comment unchanged"
     records.replace_decision(ctx.state.store, decided.model_copy(update={

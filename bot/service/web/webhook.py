@@ -31,8 +31,11 @@ async def receive_webhook(request: Request) -> Response:
     delivery_id = request.headers.get("x-github-delivery", "")
     event_name = request.headers.get("x-github-event", "")
     with bind_delivery(delivery_id or None):
+        signature = request.headers.get("x-hub-signature-256")
+        if not signature and signature_required(state):  # refused before a byte of the body is read
+            raise SignatureError("missing X-Hub-Signature-256")
         body = await read_body(request, state.settings.max_body_bytes)
-        check_signature(state, body, request.headers.get("x-hub-signature-256"))
+        check_signature(state, body, signature)
         admitted = admit(state, delivery_id, event_name, body)
         if isinstance(admitted, Response):
             return admitted
@@ -98,11 +101,17 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def signature_required(state: ServiceState) -> bool:
+    """Whether deliveries must be signed: unsigned bodies pass only where shadow mode allows them (no secret,
+    no App credentials) and this process holds no App client."""
+    return not (webhook_secret(state.settings) is None and unsigned_deliveries_allowed(state.settings)
+                and state.github is None)
+
+
 def check_signature(state: ServiceState, body: bytes, header: str | None) -> None:
-    """401 unless the body is signed with the webhook secret; unsigned bodies pass only where shadow mode allows
-    them (no secret, no App credentials) and this process holds no App client."""
+    """401 unless the body is signed with the webhook secret (see `signature_required`)."""
     secret = webhook_secret(state.settings)
-    if secret is None and unsigned_deliveries_allowed(state.settings) and state.github is None:
+    if not signature_required(state):
         return
     if secret is None or not verify_signature(secret, body, header):
         raise SignatureError("missing or invalid X-Hub-Signature-256")

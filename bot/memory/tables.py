@@ -1,0 +1,47 @@
+"""The memory's tables in the service database, and the columns added to them since the first release (added
+to an older database when a process opens it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.storage.erasures import create_erasure_table
+from bot.storage.schema import create_tables
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS memory_issues (
+    repo TEXT NOT NULL, number INTEGER NOT NULL, type TEXT NOT NULL, title TEXT NOT NULL, state TEXT NOT NULL,
+    state_reason TEXT, labels TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, closed_at DOUBLE PRECISION,
+    closed_by TEXT, duplicate_of INTEGER, text_hash TEXT NOT NULL, vector {blob} NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (repo, number));
+CREATE TABLE IF NOT EXISTS memory_signatures (
+    repo TEXT NOT NULL, number INTEGER NOT NULL, digest TEXT NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL,
+    PRIMARY KEY (repo, number, digest));
+CREATE INDEX IF NOT EXISTS memory_signatures_by_digest ON memory_signatures (repo, digest);
+CREATE TABLE IF NOT EXISTS memory_sync (
+    repo TEXT PRIMARY KEY, installation_id BIGINT, page INTEGER NOT NULL, synced INTEGER NOT NULL,
+    status TEXT NOT NULL, since TEXT, error TEXT, started_at DOUBLE PRECISION NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS memory_versions (
+    repo TEXT PRIMARY KEY, version BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS memory_titles (
+    key TEXT PRIMARY KEY, title TEXT, type TEXT, state TEXT, fetched_at DOUBLE PRECISION NOT NULL);
+"""
+# (table, column, type) added after the first release. `source_updated_at`: the issue's `updated_at` on
+# GitHub, so an older payload (a retried delivery) never overwrites a fresher state. `written_version`: the
+# repository's version its last write made, and `erased_version` the version of its last deletion, so an
+# index loaded at version V appends the rows written since V instead of reloading (unless one was deleted).
+MIGRATIONS = (("memory_issues", "source_updated_at", "DOUBLE PRECISION"),
+              ("memory_issues", "written_version", "BIGINT"), ("memory_versions", "erased_version", "BIGINT"))
+
+
+def create_memory_tables(run: Any, postgres: bool) -> None:
+    """The memory's tables, with every later column, inside the caller's transaction."""
+    create_tables(run, postgres, SCHEMA.format(blob="BYTEA" if postgres else "BLOB"))
+    create_erasure_table(run, postgres)
+    for table, column, kind in MIGRATIONS:
+        if postgres:
+            run(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
+        elif column not in {row[1] for row in run(f"PRAGMA table_info({table})").fetchall()}:
+            run(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+    run("CREATE INDEX IF NOT EXISTS memory_issues_by_version ON memory_issues (repo, written_version)")

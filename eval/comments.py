@@ -52,6 +52,7 @@ def run_comments(config: RunConfig, settings: Settings, reporter: Reporter, comm
         for datasets in config.evaluated_sets:
             prepared = prepare_splits(ctx, datasets)
             splits = [s for s in prepared.splits if s.repeat == 0]
+            unscored += sum(s.unscored for s in splits)  # cut away by the as-opened splits (eval/splits.py)
             known = {c.id: c for s in splits[:1] for c in [*s.train, *s.test]}
             with ExitStack() as stack:
                 held = stack.enter_context(gold_memory(list(known.values()), ctx.embedder, settings)) if memory \

@@ -35,8 +35,6 @@ def test_a_config_assertion_raised_inside_initialize_is_data_and_model_preparati
     assert top(engine, issue, "stage") == "data_model_preparation"
 
 
-@pytest.mark.xfail(strict=True, reason="issue #16 stays open: the default still reads this train_step traceback as "
-                   "data_model_preparation; strict, so the day it reads it right shows")
 def test_a_shape_error_inside_the_training_step_is_training(engine: Engine) -> None:
     issue = Issue(id="b#2", title="RuntimeError in rotary embedding with sequence parallel",
                   body=f"Pretraining GPT with TP=2, SP on:\n```\n{MEGATRON_SHAPE_IN_STEP}```")

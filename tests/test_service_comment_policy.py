@@ -154,14 +154,15 @@ def test_a_comment_posted_before_the_bot_fell_silent_is_left_as_it_is(
     assert [r.method for r in github.writes()] == ["POST"], "one comment created, nothing edited or deleted"
 
 
-def test_an_invalid_comment_setting_means_the_defaults(app_settings: Settings, engine: Engine,
-                                                       github: FakeGitHub, caplog: pytest.LogCaptureFixture) -> None:
+def test_an_invalid_comment_setting_fails_closed_naming_the_key(app_settings: Settings, engine: Engine,
+                                                               github: FakeGitHub,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
     configure(github, "comment: sometimes\n")
     with running_service(app_settings, engine) as client:
         deliver(client, opened(github, 42))
         wait_idle(client)
-    assert len(github.bot_comments(REPO, 42)) == 1
-    assert "ddl-triage.yml is invalid, using the defaults: invalid config: comment: Input should be" in caplog.text
+    assert github.bot_comments(REPO, 42) == []  # nothing is done in a repository whose config does not validate
+    assert "comment: Input should be" in caplog.text and "nothing is done in" in caplog.text
 
 
 def test_a_configured_llm_writes_the_reading_of_the_posted_comment(app_settings: Settings, engine: Engine,

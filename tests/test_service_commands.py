@@ -77,8 +77,8 @@ def test_a_correction_is_stored_as_a_labelled_case_and_shown_in_the_same_comment
     [case] = state_of(client).store.feedback_cases()
     assert (case["axis"], case["value"], case["author"]) == ("symptom", "out_of_memory", "bob-maintainer")
     assert case["title"].startswith("Training hangs")
-    [comment] = github.bot_comments(REPO, 42)
-    assert "out of memory (set by a maintainer)" in comment["body"]
+    [comment] = github.bot_comments(REPO, 42)  # the labels stay in the hidden marker (no Likely line by default)
+    assert "symptom:out_of_memory" in comment["body"].split("-->")[0]
 
 
 def test_a_correction_joins_the_case_base_at_once(client: TestClient, github: FakeGitHub) -> None:
@@ -115,7 +115,7 @@ def test_each_role_that_may_triage_records_a_correction_and_no_other_does(
     recorded = [(c["author"], c["value"]) for c in state_of(client).store.feedback_cases()]
     assert recorded == ([(author, "out_of_memory")] if may else [])
     [comment] = github.bot_comments(REPO, 42)
-    assert ("out of memory (set by a maintainer)" in comment["body"]) is may
+    assert ("symptom:out_of_memory" in comment["body"].split("-->")[0]) is may
     assert any(r.path.endswith(f"/collaborators/{author}/permission") for r in github.requests)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,8 @@ pytestmark = pytest.mark.browser
 
 ALICE, BOB = "alice-maintainer", "bob-reader"
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-SHOTS = Path(__file__).parent.parent / "docs" / "incoming"
+# The screenshots of the queue and the summary: DDL_TRIAGE_SCREENSHOTS=docs/img refreshes the docs' pictures.
+SHOTS = Path(os.environ.get("DDL_TRIAGE_SCREENSHOTS") or Path(tempfile.gettempdir()) / "ddl-triage-screenshots")
 WAIT_S = 60.0
 
 
@@ -100,7 +102,7 @@ def test_a_maintainer_reviews_in_a_real_browser(chrome: Any, github: FakeGitHub,
     card = _wait(driver, lambda d: d.find_element(By.ID, "issue-42"))
     assert "otherdist" not in driver.page_source
     SHOTS.mkdir(parents=True, exist_ok=True)
-    driver.save_screenshot(str(SHOTS / "w24-review-queue.png"))
+    driver.save_screenshot(str(SHOTS / "review-queue.png"))
 
     card.find_element(By.CSS_SELECTOR, "button.post").click()
     _wait(driver, lambda d: d.find_element(By.ID, "notice"))
@@ -129,7 +131,7 @@ def test_a_maintainer_reviews_in_a_real_browser(chrome: Any, github: FakeGitHub,
     driver.find_element(By.LINK_TEXT, "summary").click()
     _wait(driver, lambda d: d.find_element(By.ID, "axes"))
     assert "1 of 1 rated (100%)" in driver.find_element(By.ID, "summary").text
-    driver.save_screenshot(str(SHOTS / "w24-review-summary.png"))
+    driver.save_screenshot(str(SHOTS / "review-summary.png"))
 
     # A form sent without its CSRF token (as another site's form would be) is refused, and changes nothing.
     driver.get(f"{served.url}/review/{REPO}")

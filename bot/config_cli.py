@@ -33,8 +33,8 @@ def config_check(path: Annotated[Path, typer.Argument(help=f"The file to check, 
     for problem in problems:
         typer.echo(f"ddl-triage: error: {problem.format(str(path))}", err=True)
     if config is None:
-        typer.echo(f"ddl-triage: {path}: {len(problems)} error(s); the service would ignore the whole file and use "
-                   "the defaults", err=True)
+        typer.echo(f"ddl-triage: {path}: {len(problems)} error(s); the service would do nothing in the repository "
+                   "(no comment, no label, nothing stored) until it is fixed", err=True)
         raise typer.Exit(1)
     changed = config.model_dump(mode="json", exclude_defaults=True)
     typer.echo(f"{path}: ok" + ("" if changed else " (every key at its default)"))

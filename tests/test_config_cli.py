@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.config_check import check_config, line_of, wanted_labels
-from bot.repo_config import RepoConfig, parse_repo_config
+from bot.repo_config import RepoConfig, RepoConfigError, parse_repo_config
 from bot.taxonomy import Taxonomy
 from tests.fake_github import REPO, github_holding
 
@@ -64,9 +64,10 @@ def test_config_check_names_the_line_and_key_of_every_error_and_exits_1(tmp_path
     assert errors[0].startswith(f"ddl-triage: error: {path}:3: thresholds.symptom: Input should be a valid number")
     assert any(f"{path}:5: colour: Extra inputs are not permitted" in e for e in errors), errors
     assert any(f"{path}:8: labels.names:" in e and "out_of_memry" in e for e in errors), errors
-    assert "use the defaults" in done.stderr and "Traceback" not in done.stderr
-    # What the check refuses is what the service would have ignored (falling back to the defaults).
-    assert parse_repo_config(BROKEN, taxonomy) == RepoConfig()
+    assert "would do nothing in the repository" in done.stderr and "Traceback" not in done.stderr
+    # What the check refuses is what the service refuses (it fails closed on the same file).
+    with pytest.raises(RepoConfigError):
+        parse_repo_config(BROKEN, taxonomy)
 
 
 def test_config_check_reports_bad_yaml_at_its_line(tmp_path: Path) -> None:

@@ -98,7 +98,7 @@ def test_every_install_command_runs(index: int, settings: Settings, tmp_path: Pa
     done = run_block(block, settings, tmp_path)
     assert done.returncode == 0, f"{block}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
     if "ddl-triage triage" in block:  # the page's sample report gets a comment, not silence
-        assert "<!-- ddl-triage v1" in done.stdout and "**Likely:**" in done.stdout, done.stdout + done.stderr
+        assert "<!-- ddl-triage v1" in done.stdout and "**Next step:**" in done.stdout, done.stdout + done.stderr
 
 
 def test_the_shadow_mode_walk_through_prints_the_comment_and_stops_the_service(settings: Settings,

@@ -38,9 +38,13 @@ class CaseIndex:
         self._opened = np.zeros(0)  # per case, its opening date as a POSIX time (NaN: unknown)
 
     def opened(self) -> np.ndarray:
-        """Per case, when it was opened (POSIX seconds; NaN where unknown); follows cases added later."""
+        """Per case, when it was opened (POSIX seconds; NaN where unknown); follows cases added later.
+
+        A maintainer's correction (`source_file` "feedback") with no date was recorded before the triage that reads
+        it, in the service's own time: it counts as known (-inf), so what maintainers taught is never hidden."""
         if len(self._opened) != len(self.cases):
-            self._opened = np.array([c.created_at.timestamp() if c.created_at else np.nan for c in self.cases],
+            self._opened = np.array([c.created_at.timestamp() if c.created_at
+                                     else -np.inf if c.source_file == "feedback" else np.nan for c in self.cases],
                                     dtype=np.float64)
         return self._opened
 

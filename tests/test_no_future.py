@@ -118,3 +118,11 @@ def test_predict_on_the_pack_shows_no_case_opened_after_the_issue(built: Pack, s
     assert all((day := opened[n.id]) is not None and day < cut for n in result.neighbours)
     later_shown = served.triage(issue.model_copy(update={"created_at": None})).neighbours
     assert any((day := opened[n.id]) is None or day >= cut for n in later_shown)  # the filter did something
+
+
+def test_an_undated_correction_of_a_maintainer_is_known_to_every_later_triage() -> None:
+    index = _index([EARLY, None])
+    index.cases[1] = index.cases[1].model_copy(update={"source_file": "feedback"})  # a correction: no date
+    query = np.array([[1.0, 0.0]], dtype=np.float32)
+    assert [j for j, _ in index.nearest(query, 10, before=[MIDDLE])[0]] == [0, 1]
+    assert [j for j, _ in index.nearest(query, 10, before=[EARLY])[0]] == [1]

@@ -64,15 +64,8 @@ def repeated_table(evaluation: Mapping[str, Any]) -> Table:
 
 
 def calibration_table(evaluation: Mapping[str, Any]) -> Table:
-    axes = scored_axes(evaluation)
-    rows = []
-    for name, predictor in evaluation["predictors"].items():
-        row = [name]
-        for axis in axes:
-            mean = predictor["axes"][axis].get("mean", {})
-            row += [_num(mean.get("ece")), _num(mean.get("brier")), _num(mean.get("precision_at_60_coverage"))]
-        rows.append(row)
-    header = ["predictor"] + [f"{a} {w}" for a in axes for w in ("ECE", "Brier", "precision@60% coverage")]
+    header, rows = _mean_rows(evaluation, {"ece": "ECE", "brier": "Brier",
+                                           "precision_at_60_coverage": "precision@60% coverage"})
     return Table("calibration", "Calibration of the confidence (mean over repetitions)", header, rows,
                  "ECE: expected calibration error over 10 equal-width bins; Brier: mean squared gap between the "
                  "confidence and the top label's 0/1 correctness (lower is better for both); precision@60%: "
@@ -156,15 +149,8 @@ def _diff(value: float, interval: Sequence[float]) -> str:
 
 def shown_table(evaluation: Mapping[str, Any]) -> Table:
     """What the bot shows: beside top-1 accuracy, the accuracy of the labels above the thresholds and their share."""
-    axes = scored_axes(evaluation)
-    rows = []
-    for name, predictor in evaluation["predictors"].items():
-        row = [name]
-        for axis in axes:
-            mean = predictor["axes"][axis].get("mean", {})
-            row += [_num(mean.get("accuracy")), _num(mean.get("shown_accuracy")), _num(mean.get("coverage"))]
-        rows.append(row)
-    header = ["predictor"] + [f"{a} {w}" for a in axes for w in ("top-1 accuracy", "shown accuracy", "coverage")]
+    header, rows = _mean_rows(evaluation, {"accuracy": "top-1 accuracy", "shown_accuracy": "shown accuracy",
+                                           "coverage": "coverage"})
     return Table("shown", "What the bot shows: accuracy of the labels at or above the policy's thresholds, and "
                  "their coverage (mean over repetitions)", header, rows,
                  "Top-1 accuracy: the first label of the ranking, always; shown accuracy: the accuracy of the "
@@ -187,3 +173,11 @@ def _plain(cell: str) -> str:
 def _tex(cell: str) -> str:
     text = _plain(cell).replace("±", "$\\pm$").replace("Δ", "$\\Delta$")
     return re.sub(r"([_%&#])", r"\\\1", text)
+
+
+def _mean_rows(evaluation: Mapping[str, Any], metrics: Mapping[str, str]) -> tuple[list[str], list[list[str]]]:
+    """A header and one row per predictor: each metric's mean over repetitions, per scored axis."""
+    axes = scored_axes(evaluation)
+    rows = [[name] + [_num(predictor["axes"][axis].get("mean", {}).get(key)) for axis in axes for key in metrics]
+            for name, predictor in evaluation["predictors"].items()]
+    return ["predictor"] + [f"{a} {label}" for a in axes for label in metrics.values()], rows

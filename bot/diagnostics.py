@@ -33,6 +33,7 @@ from bot.taxonomy import DIAGNOSTICS_FILE, Taxonomy, load_taxonomy
 from bot.textmatch import LOG_PREFIX, MAX_LINE_CHARS, LineIndex, LinePattern, clean_lines, compile_pattern
 
 NON_BUG_KINDS = frozenset({"usage_question", "feature_request", "documentation"})  # no failure to diagnose
+QUESTION_KINDS = frozenset({"usage_question", "documentation"})  # answered by the entries marked `questions: true`
 MAX_DIAGNOSES = 3  # a comment shows one next step; two more at most are context, never a checklist
 MAX_MATCHED_CHARS = 200
 KNOWN_FRAMEWORKS = frozenset(FRAMEWORKS.values()) | frozenset(REPO_FRAMEWORKS.values())
@@ -63,6 +64,9 @@ class Entry(BaseModel):
     ask: str | None = None
     supersedes: tuple[str, ...] = ()
     fallback: bool = False  # shown only when no other entry fires (an exit code that follows the real error)
+    # Also read on a usage question or a documentation report: its next step answers a question the frameworks'
+    # documentation answers (which launcher flag picks the GPUs, how to resume with another data-parallel size).
+    questions: bool = False
     # Optional: the post shows the next step already done (a line matching any one: `CUDA_LAUNCH_BLOCKING=1`
     # set, `py-spy` stacks pasted, the hang located to one call); then `follow_up` is the step shown, or none.
     done_when: tuple[str, ...] = ()
@@ -147,8 +151,9 @@ class Entry(BaseModel):
                          done=done, follow_up=self.follow_up, playbook=self.is_playbook(matched, title))
 
     def is_playbook(self, matched: str, title: str) -> bool:
-        """Whether the match is the title's words alone: a `title_patterns` hit with no `requires` evidence."""
-        return (not self.requires and matched == title
+        """Whether the match is the title's words alone: a `title_patterns` hit with no `requires` evidence. An
+        answer to a question is never one: the title is the question, and the step is the documented answer."""
+        return (not self.requires and not self.questions and matched == title
                 and self._first(self._compiled["title_patterns"], [title]) is not None)
 
 
@@ -244,12 +249,15 @@ def load_diagnostics(path: str | None = None) -> KnowledgeBase:
 
 def diagnose(title: str, body: str, *, framework: str | None, kind: str | None,
              base: KnowledgeBase | None = None) -> list[Diagnosis]:
-    """The failures the knowledge base recognises in an issue, most specific first; [] for a question, a feature
-    request or a documentation report. `framework` is the repository's or the text's (EnvironmentFacts.framework);
-    an entry limited to some frameworks stays silent for another one, and when the framework is unknown (None)."""
-    if kind in NON_BUG_KINDS:
+    """The failures the knowledge base recognises in an issue, most specific first; [] for a feature request.
+    `framework` is the repository's or the text's (EnvironmentFacts.framework); an entry limited
+    to some frameworks stays silent for another one, and when the framework is unknown (None).
+    A usage question or a documentation report gets only the entries that answer questions (`questions: true`)."""
+    if kind in NON_BUG_KINDS and kind not in QUESTION_KINDS:
         return []
     hits = (base or load_diagnostics()).read(title, body, framework)
+    if kind in QUESTION_KINDS:
+        hits = [hit for hit in hits if hit[0].questions]
     superseded = {other for entry, _, _ in hits for other in entry.supersedes}
     if any(not entry.fallback for entry, _, _ in hits):
         superseded |= {entry.id for entry, _, _ in hits if entry.fallback}

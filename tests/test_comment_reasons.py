@@ -257,3 +257,21 @@ def test_a_playbook_read_from_the_title_alone_is_no_reason_to_speak(taxonomy: Ta
     plan, comment = compose(watchdog, _result(watchdog, symptom="hang_timeout"), taxonomy, CommentPolicy())
     assert plan.diagnosis is not None and not plan.diagnosis.playbook
     assert plan.reasons == ("next_step",) and comment is not None
+
+
+def test_a_question_the_documentation_answers_gets_the_answer_and_a_post_that_did_it_nothing(
+        taxonomy: Taxonomy) -> None:
+    question = Issue(id="q", repo=REPO, number=5001, created_at=OPENED, title="How to run on specific GPUs?",
+                     body="Our node has 8 GPUs and two of them are used by another job. Which ones does the "
+                          "launcher take?")
+    result = _result(question, kind="usage_question", symptom="none", stage="environment_setup")
+    plan, comment = compose(question, result, taxonomy, CommentPolicy())
+    assert plan.diagnosis is not None and plan.diagnosis.id == "deepspeed_launcher_gpu_selection"
+    assert not plan.diagnosis.playbook and plan.reasons == ("next_step",)
+    assert comment is not None and "--include localhost:1,3" in comment
+    tried = question.model_copy(update={"body": question.body + "\nI ran `deepspeed --include localhost:2,3 "
+                                                                "train.py` and it still starts on 0."})
+    plan, comment = compose(tried, _result(tried, kind="usage_question", symptom="none"), taxonomy, CommentPolicy())
+    assert plan.diagnosis is None and comment is None  # the documented step is what they did: nothing to add
+    request = question.model_copy(update={"title": "[FEATURE] Let me run on specific GPUs"})
+    assert _result(request, kind="feature_request", symptom="none").diagnoses == []

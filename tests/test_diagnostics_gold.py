@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.diagnostics import load_diagnostics
 from eval.diagnostics import MIN_N, MIN_PRECISION, DiagnosticsReport, gold_cases, measure_diagnostics
 from tests.test_eval_cli import run_eval
 
@@ -23,6 +24,11 @@ QUOTING_NOT_BUGS = {
         "a question (gold kind usage_question, symptom memory_anomaly) on why a ZeRO stage takes more memory than "
         "another, with the bucket sizes in its config",
 }
+
+
+def _failures_only(fires: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Leave out the entries that answer questions (`questions: true`): firing on a question is their job."""
+    return [(record, entry) for record, entry in fires if not load_diagnostics().entry(entry).questions]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +50,7 @@ def test_no_entry_that_fires_three_times_or_more_is_right_less_than_80_percent(r
 def test_the_patterns_alone_fire_on_no_question_or_feature_request_but_the_named_few(
         report: DiagnosticsReport) -> None:
     assert report.not_bugs > 60
-    assert set(report.not_bug_fires) <= set(QUOTING_NOT_BUGS), report.not_bug_fires
+    assert set(_failures_only(report.not_bug_fires)) <= set(QUOTING_NOT_BUGS), report.not_bug_fires
 
 
 def test_the_diagnoses_cover_a_third_of_the_gold_bug_reports_and_are_mostly_right(report: DiagnosticsReport) -> None:
@@ -66,7 +72,7 @@ def test_as_opened_only_opening_posts_are_read_and_the_floor_holds(report: Diagn
     assert opened.opened and 300 < opened.bug_reports < report.bug_reports  # windows starting mid-thread are left out
     low = [f"{r.id}: {r.hits}/{r.n}, wrong on {r.wrong}" for r in opened.below_floor()]
     assert not low, f"entries under {MIN_PRECISION} with n >= {MIN_N} on the opening posts: {low}"
-    assert set(opened.not_bug_fires) <= set(QUOTING_NOT_BUGS), opened.not_bug_fires
+    assert set(_failures_only(opened.not_bug_fires)) <= set(QUOTING_NOT_BUGS), opened.not_bug_fires
     assert opened.hits / opened.n >= 0.9
 
 

@@ -25,6 +25,13 @@ KINDS = ("exception", "assertion", "cuda", "nccl", "signal", "exit_code", "no_ke
 # Kinds whose sharing alone makes two reports the same failure. A bare signal or exit code does not: on the gold
 # data two threads ended by SIGKILL share their symptom 0.59 of the time (an OOM kill or a crash); see README.
 MATCHING_KINDS = tuple(k for k in KINDS if k not in ("signal", "exit_code"))
+# Signatures that name only the symptom, not its mechanism: an OOM or a collective that timed out or aborted has as
+# many causes as reports. Two reports sharing one are the same symptom, not the same failure, so the comment never
+# shows a precedent "with the same error" (or a possible duplicate) on one of these alone (`tells_mechanism`).
+SYMPTOM_ONLY = re.compile(r"\bout of memory$|^Watchdog caught collective operation timeout$|"
+                          r"^NCCL communicator was aborted|^nccl(?:SystemError|UnhandledCudaError|InternalError|"
+                          r"RemoteError)$|^NCCL error in: [^,]{0,300}, (?:unhandled system error|unhandled cuda error|"
+                          r"internal error|remote process exited or there was a network error)", re.IGNORECASE)
 # The version of the canonical forms: a pack whose digests were made under another scheme cannot be matched.
 SIGNATURE_SCHEME = "1"
 GENERIC_EXIT_CODES = frozenset({0, 1})  # "it failed": every Python error ends so
@@ -162,3 +169,11 @@ def _from_exit(failure: Failure) -> list[ErrorSignature]:
     if failure.exit_code is not None and failure.exit_code not in GENERIC_EXIT_CODES:
         return [signature("exit_code", f"exit code {failure.exit_code}")]
     return []
+
+
+def tells_mechanism(signature: ErrorSignature) -> bool:
+    """Whether sharing this signature makes two reports the same failure: a matching kind (not a bare signal or
+    exit code) whose message names more than the symptom (not "CUDA out of memory", not a watchdog timeout)."""
+    message = signature.text.split(": ", 1)[1] if signature.kind == "exception" and ": " in signature.text else (
+        signature.text)
+    return signature.kind in MATCHING_KINDS and not SYMPTOM_ONLY.search(message)

@@ -275,3 +275,26 @@ def test_a_question_the_documentation_answers_gets_the_answer_and_a_post_that_di
     assert plan.diagnosis is None and comment is None  # the documented step is what they did: nothing to add
     request = question.model_copy(update={"title": "[FEATURE] Let me run on specific GPUs"})
     assert _result(request, kind="feature_request", symptom="none").diagnoses == []
+
+
+def test_a_shared_out_of_memory_or_watchdog_timeout_is_the_same_symptom_not_the_same_error(
+        taxonomy: Taxonomy) -> None:
+    oom = Issue(id="o", repo=REPO, number=6000, created_at=OPENED, title="OOM when fine-tuning a 13B model",
+                body="torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 79.15 GiB "
+                     "total capacity; 75.02 GiB already allocated)\nZeRO-2, 8 x A100, micro-batch 4.")
+    shared = [s.text for s in normalise(oom).signatures]
+    assert "CUDA out of memory" in shared
+    open_oom = _related(5500, state="open", state_reason=None, closed_by=None, score=0.7,
+                        signature="CUDA out of memory")
+    case = Neighbour(id=f"{REPO}#5400", url=f"https://github.com/{REPO}/issues/5400", type="issue", score=0.6,
+                     labels={"symptom": "out_of_memory", "fix_pattern": "unresolved"}, signature="CUDA out of memory")
+    plan = plan_comment(_result(oom, symptom="out_of_memory", related=[open_oom], neighbours=[case]), taxonomy,
+                        CommentPolicy(), oom)
+    assert plan.precedents == []  # another OOM is not a duplicate, nor a precedent of this one's cause
+    specific = "ZeRORuntimeException: The checkpoint being loaded used a DP world size of <N>"
+    crash = oom.model_copy(update={"body": oom.body + "\ndeepspeed.runtime.zero.utils." + specific.replace(
+        "<N>", "8") + " but the current world size is 16."})
+    same = [s.text for s in normalise(crash).signatures if "ZeRORuntimeException" in s.text]
+    dup = _related(5500, state="open", state_reason=None, closed_by=None, score=0.7, signature=same[0])
+    plan = plan_comment(_result(crash, symptom="checkpoint_failure", related=[dup]), taxonomy, CommentPolicy(), crash)
+    assert [(p.link, p.how) for p in plan.precedents] == [("#5500", "open: possible duplicate")]

@@ -9,7 +9,9 @@ import time
 import pytest
 
 from bot.canonical import canonical_message
-from bot.signatures import KINDS, error_signatures, signature
+from bot.domain import Issue
+from bot.normalise import normalise
+from bot.signatures import KINDS, error_signatures, signature, tells_mechanism
 
 
 def digests(text: str, kind: str | None = None) -> set[str]:
@@ -181,3 +183,20 @@ def test_hostile_input_is_read_without_error_in_bounded_time(junk: str) -> None:
     found = error_signatures(junk)
     assert time.process_time() - start < 2.0
     assert all(len(s.text) <= 300 and s.kind in KINDS for s in found)
+
+
+@pytest.mark.parametrize(("body", "tells"), [
+    ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", False),
+    ("RuntimeError: CUDA error: out of memory", False),
+    ("[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=33, OpType=ALLREDUCE, "
+     "Timeout(ms)=600000) ran for 607565 milliseconds before timing out.", False),
+    ("RuntimeError: NCCL communicator was aborted on rank 3.", False),
+    ("torch.distributed.DistBackendError: NCCL error in: ../csrc/NCCLUtils.hpp:219, unhandled system error, "
+     "NCCL version 2.14.3", False),
+    ("RuntimeError: CUDA error: an illegal memory access was encountered", True),
+    ("KeyError: 'module.embed_tokens.weight'", True),
+])
+def test_a_signature_tells_the_mechanism_unless_it_names_only_the_symptom(body: str, tells: bool) -> None:
+    signatures = normalise(Issue(id="s", title="Training fails", body=body)).signatures
+    assert signatures
+    assert any(tells_mechanism(s) for s in signatures) is tells

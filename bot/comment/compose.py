@@ -36,7 +36,7 @@ from bot.facts import (
     missing_facts,
 )
 from bot.llm.base import ChatModel
-from bot.signatures import MATCHING_KINDS
+from bot.signatures import tells_mechanism
 from bot.taxonomy import Taxonomy
 
 NEEDS_DETAILS = "This report does not say enough yet for a suggestion. Please add:"
@@ -93,7 +93,7 @@ def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy
                                    own_number=scope.own_number, related_floor=policy.related_floor,
                                    similarity_floor=policy.similarity_floor, symptom=_symptom_reading(result),
                                    scope=scope, allowed_symptoms=diagnosis.symptoms[:1] if diagnosis else (),
-                                   telling={s.text for s in result.signatures if s.kind in MATCHING_KINDS})
+                                   telling={s.text for s in result.signatures if tells_mechanism(s)})
     asked_before: list[Precedent] = []
     if question:  # a question: the same question answered before; a failure's precedent only by its error
         asked_before = select_asked_before(result.related, question_floor=policy.question_floor, scope=scope)

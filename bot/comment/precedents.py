@@ -72,11 +72,14 @@ def select_precedents(related: list[RelatedIssue], neighbours: list[Neighbour], 
     """At most three: the repository's own issues first, then labelled cases (signature-sharing ones first).
     `allowed_symptoms` (the diagnosis shown) are the symptoms a labelled case may show without sharing the error;
     `telling` (when given) the issue's signatures that name its failure: a bare signal or exit code shared with a
-    labelled case (SIGKILL ends an OOM kill as often as a crash) is not the same error."""
+    labelled case (SIGKILL ends an OOM kill as often as a crash), or a message that names only the symptom ("CUDA
+    out of memory", a watchdog timeout), is not the same error."""
     scope = scope or Scope(own_repo=own_repo, own_number=own_number)
-    if telling is not None:
+    if telling is not None:  # a shared signature that does not tell the mechanism counts as no shared signature
         neighbours = [n if n.signature is None or n.signature in telling else n.model_copy(update={"signature": None})
                       for n in neighbours]
+        related = [r if r.signature is None or r.signature in telling else r.model_copy(update={"signature": None})
+                   for r in related]
     chosen: list[Precedent] = []
     seen: set[str] = set()
     own = sorted((r for r in related if r.signature or r.score >= related_floor),

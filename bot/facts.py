@@ -53,6 +53,23 @@ COMPARISON = tuple(re.compile(p, re.IGNORECASE) for p in (
 ))
 
 
+# The reporter already has the fix: a pull / merge request of theirs, or the change that fixes it named. A next step
+# (how to localise the failure) is then what they did; prescribing it costs their trust (issue #21, item 4).
+OWN_FIX = re.compile(
+    r"\b(?:i(?:'ve| have)?|we(?:'ve| have)?)\s+(?:created|opened|submitted|sent|raised|filed|made|proposed|posted)\s+"
+    r"(?:an?\s+|the\s+|two\s+|some\s+)?(?:draft\s+)?(?:PRs?|MRs?|pull\s+requests?|merge\s+requests?|(?:a\s+)?fix(?:es)?)\b|"
+    r"\b(?:created|opened|submitted|raised)\s+(?:an?\s+)?(?:draft\s+)?(?:PRs?|MRs?|pull\s+requests?|merge\s+requests?)\s+"
+    r"(?:to|that)\s+(?:\w{2,20}ly\s+)?(?:fix|prevent|address|solve|work\s*around)|"
+    r"\b(?:my|our)\s+(?:draft\s+)?(?:PRs?|MRs?|pull\s+requests?|merge\s+requests?)\b|"
+    r"\bfix(?:ed)?\s+(?:it\s+)?(?:in|by|with)\s+(?:my\s+|our\s+)?(?:PR|MR|pull\s+request|#\d{1,6}|"
+    r"https://github\.com/[\w.-]{1,100}/[\w.-]{1,100}/pull/\d{1,7})", re.IGNORECASE)
+
+
+def proposes_own_fix(text: str) -> bool:
+    """Whether the post says the reporter already made (or names) the change that fixes it."""
+    return OWN_FIX.search(text or "") is not None
+
+
 def needs_details(normalised: NormalisedIssue) -> bool:
     """An empty body, a bare title, or a template left unfilled: ask for the facts instead of guessing."""
     if normalised.signal or len(normalised.body) >= MIN_CHARS:  # an error line or a pasted log is something

@@ -298,3 +298,14 @@ def test_a_shared_out_of_memory_or_watchdog_timeout_is_the_same_symptom_not_the_
     dup = _related(5500, state="open", state_reason=None, closed_by=None, score=0.7, signature=same[0])
     plan = plan_comment(_result(crash, symptom="checkpoint_failure", related=[dup]), taxonomy, CommentPolicy(), crash)
     assert [(p.link, p.how) for p in plan.precedents] == [("#5500", "open: possible duplicate")]
+
+
+def test_a_reporter_who_brings_the_fix_is_not_told_how_to_localise_it(taxonomy: Taxonomy) -> None:
+    nan = Issue(id="n", repo=REPO, number=6100, created_at=OPENED, title="Loss becomes NaN with two flags combined",
+                body="With --flag-a and --flag-b together the loss is NaN from step 2; either alone is fine.\n"
+                     "loss: nan | grad norm: nan")
+    plan = plan_comment(_result(nan, symptom="numerical_instability"), taxonomy, CommentPolicy(), nan)
+    assert plan.diagnosis is not None and plan.diagnosis.id == "loss_nan"
+    fixed = nan.model_copy(update={"body": nan.body + "\nI opened a PR to fix this: #6101"})
+    plan, comment = compose(fixed, _result(fixed, symptom="numerical_instability"), taxonomy, CommentPolicy())
+    assert plan.diagnosis is None and comment is None

@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 
 from bot.domain import Diagnosis, Issue
-from bot.facts import asks_to_show, compares_settings, fact_shown, framework_of, missing_facts, reads_as_inference
+from bot.facts import (
+    asks_to_show,
+    compares_settings,
+    fact_shown,
+    framework_of,
+    missing_facts,
+    proposes_own_fix,
+    reads_as_inference,
+)
 from bot.normalise import normalise
 from bot.taxonomy import Taxonomy
 
@@ -152,3 +160,17 @@ def test_one_ask_unless_both_block_the_next_step() -> None:
     assert asks_to_show(["traceback", "versions"], ["traceback"]) == ["traceback"]
     assert asks_to_show(["gpu_model", "backtrace"], ["gpu_model", "backtrace"]) == ["gpu_model", "backtrace"]
     assert asks_to_show([], ["gpu_model"]) == []
+
+
+@pytest.mark.parametrize(("text", "own"), [
+    ("Created MRs to temporarily prevent using these flags together: https://example.org/pull/12", True),
+    ("I have opened a PR to fix this: #4242", True),
+    ("Fixed in https://github.com/NVIDIA/Megatron-LM/pull/4769.", True),
+    ("See my PR for the two-line change.", True),
+    ("Is there a PR that fixes this?", False),  # asking for one
+    ("Could you create a pull request?", False),
+    ("PR #123 broke my run after the upgrade.", False),
+    ("I tried the fix from the docs and it still fails.", False),
+])
+def test_a_post_that_brings_its_own_fix_is_recognised(text: str, own: bool) -> None:
+    assert proposes_own_fix(text) is own

@@ -34,6 +34,7 @@ from bot.facts import (
     fact_present,
     framework_of,
     missing_facts,
+    proposes_own_fix,
 )
 from bot.llm.base import ChatModel
 from bot.signatures import tells_mechanism
@@ -88,6 +89,8 @@ def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy
                   linked=linked_in(f"{issue.title}\n{issue.body}", own_repo) if issue else frozenset(),
                   opened=issue.created_at if issue else None)
     diagnosis = None if result.needs_details else shown_diagnosis(result.diagnoses)
+    if diagnosis is not None and issue is not None and proposes_own_fix(f"{issue.title}\n{issue.body}"):
+        diagnosis = None  # the reporter has the fix in hand: a localisation step is what they already did
     question = result.label("kind") in NON_BUG_KINDS
     precedents = select_precedents(result.related, result.neighbours, taxonomy, own_repo=own_repo,
                                    own_number=scope.own_number, related_floor=policy.related_floor,

@@ -29,13 +29,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.embedding import Embedder, EmbeddingCache
+from bot.core.settings import Settings
 from bot.memory.index import MemoryIndex
 from bot.memory.labels import MAX_HELD_OUT, LabelModel
 from bot.memory.records import issue_text
 from bot.memory.store import MemoryIssue, MemoryStore
 from bot.memory.sync import sync_repository
-from bot.settings import Settings
+from bot.models.embedding import Embedder, EmbeddingCache
 
 REPO = "bench-org/big"
 DIM = 384

@@ -1,7 +1,7 @@
 """The repository memory of `python -m eval comments --memory`: the deployed App's "Seen before", measured.
 
 Each evaluated repository's gold threads go into the real memory store (bot/memory/) on a temporary SQLite, as
-GitHub would list them: the opening post as the body (the window cut at its first later section, bot/opening.py;
+GitHub would list them: the opening post as the body (the window cut at its first later section, bot/reading/opening.py;
 a window without one keeps only its title), its opening date and state. An issue then recalls the
 threads of its repository opened before it (`related_issues(..., before=created_at)`), exactly as the service's
 triage job does.
@@ -15,16 +15,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bot.domain import Case, RelatedIssue
-from bot.embedding import Embedder
+from bot.core.domain import Case, RelatedIssue
+from bot.core.settings import Settings
 from bot.memory.index import MemoryIndex
 from bot.memory.labels import LabelModels
 from bot.memory.queries import Memory, related_issues
 from bot.memory.records import embed_records, memory_issue
 from bot.memory.store import MemoryStore
-from bot.normalise import normalise
-from bot.opening import has_opening_post, opening_post
-from bot.settings import Settings
+from bot.models.embedding import Embedder
+from bot.reading.normalise import normalise
+from bot.reading.opening import has_opening_post, opening_post
 
 
 def as_github_issue(case: Case) -> dict[str, Any]:

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from bot.domain import Diagnosis, Issue
-from bot.facts import asks_to_show, compares_settings, fact_shown, framework_of, missing_facts, reads_as_inference
-from bot.normalise import normalise
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Diagnosis, Issue
+from bot.knowledge.facts import (
+    asks_to_show,
+    compares_settings,
+    fact_shown,
+    framework_of,
+    missing_facts,
+    reads_as_inference,
+)
+from bot.knowledge.taxonomy import Taxonomy
+from bot.reading.normalise import normalise
 
 # fact: (a positive, a near miss, a real-looking post)
 DETECTORS: dict[str, tuple[str, str, str]] = {

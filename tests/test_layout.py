@@ -15,8 +15,8 @@ MAX_LINES = 300
 
 
 def test_the_memory_and_the_storage_import_nothing_of_the_service() -> None:
-    check = ("import importlib, pkgutil, sys, bot.memory, bot.storage\n"
-             "for package in (bot.memory, bot.storage):\n"
+    check = ("import importlib, pkgutil, sys, bot.memory, bot.core.storage\n"
+             "for package in (bot.memory, bot.core.storage):\n"
              "    for found in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):\n"
              "        importlib.import_module(found.name)\n"
              "print(sorted(m for m in sys.modules if m.startswith('bot.service')))\n")

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.engine import Engine
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.queue.store import Store
 from bot.service.queue.upkeep import list_jobs
 from bot.service.retention.policy import prune
-from bot.settings import Settings
 from tests.fake_github import (
     REPO,
     FakeGitHub,

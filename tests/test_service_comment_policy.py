@@ -12,11 +12,11 @@ import pytest
 from pydantic import SecretStr
 
 from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
-from bot.engine import Engine
-from bot.repo_config import CONFIG_PATH
+from bot.core.settings import Settings
+from bot.deciding.repo_config import CONFIG_PATH
+from bot.models.engine import Engine
 from bot.service.github.payloads import github_time, parse_event
 from bot.service.queue.jobs import Decision
-from bot.settings import Settings
 from tests.fake_github import (
     REPO,
     FakeGitHub,

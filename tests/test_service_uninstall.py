@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from bot.embedding import EmbeddingCache, text_hash
-from bot.engine import Engine
+from bot.core.settings import Settings
 from bot.memory.records import issue_text
-from bot.settings import Settings
+from bot.models.embedding import EmbeddingCache, text_hash
+from bot.models.engine import Engine
 from tests.fake_github import (
     REPO,
     FakeGitHub,

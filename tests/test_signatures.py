@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from bot.canonical import canonical_message
-from bot.signatures import KINDS, error_signatures, signature
+from bot.reading.canonical import canonical_message
+from bot.reading.signatures import KINDS, error_signatures, signature
 
 
 def digests(text: str, kind: str | None = None) -> set[str]:

@@ -25,8 +25,8 @@ from bot.comment.precedents import (
 )
 from bot.comment.reading import write_reading
 from bot.comment.rows import Row, render_rows, select_rows
-from bot.domain import Diagnosis, EnvironmentFacts, Issue, TriageResult
-from bot.facts import (
+from bot.core.domain import Diagnosis, EnvironmentFacts, Issue, TriageResult
+from bot.knowledge.facts import (
     MAX_ASKED,
     NEEDS_DETAILS_FACTS,
     NON_BUG_KINDS,
@@ -35,9 +35,9 @@ from bot.facts import (
     framework_of,
     missing_facts,
 )
-from bot.llm.base import ChatModel
-from bot.signatures import MATCHING_KINDS
-from bot.taxonomy import Taxonomy
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.llm.base import ChatModel
+from bot.reading.signatures import MATCHING_KINDS
 
 NEEDS_DETAILS = "This report does not say enough yet for a suggestion. Please add:"
 BARE_READING = 0.8  # a bare report's top symptom this sure chooses its asks (tests/test_comment.py)

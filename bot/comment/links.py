@@ -71,3 +71,10 @@ def number_in_repo(case_id: str, url: str | None, repo: str | None) -> int | Non
     if found and same_repo(found.group(1), repo):
         return int(found.group(found.lastindex or 0))
     return None
+
+
+def issue_html_url(api_url: str, repo: str, number: int) -> str:
+    """The web address of an issue, from the API base URL (github.com or GitHub Enterprise Server)."""
+    base = api_url.rstrip("/")
+    web = "https://github.com" if base == "https://api.github.com" else base.removesuffix("/api/v3")
+    return f"{web}/{repo}/issues/{number}"

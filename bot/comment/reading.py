@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 import re
 
-from bot.domain import Diagnosis, Issue
-from bot.llm.base import ChatModel, Message, make_chat_model
-from bot.normalise import normalise
-from bot.prompts import load_prompt
-from bot.settings import Settings
+from bot.core.domain import Diagnosis, Issue
+from bot.core.settings import Settings
+from bot.knowledge.prompts import load_prompt
+from bot.models.llm.base import ChatModel, Message, make_chat_model
+from bot.reading.normalise import normalise
 
 log = logging.getLogger(__name__)
 

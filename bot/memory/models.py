@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from bot.domain import ErrorSignature
+from bot.core.domain import ErrorSignature
 
 
 class MemoryIssue(BaseModel):

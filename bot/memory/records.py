@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from bot.domain import Issue
-from bot.embedding import Embedder, text_hash
+from bot.core.domain import Issue
 from bot.memory.store import MemoryIssue
-from bot.normalise import NormalisedIssue, normalise
-from bot.signatures import MATCHING_KINDS
+from bot.models.embedding import Embedder, text_hash
+from bot.reading.normalise import NormalisedIssue, normalise
+from bot.reading.signatures import MATCHING_KINDS
 
 
 def issue_text(data: dict[str, Any]) -> str:

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from bot.embedding import Embedder
 from bot.memory.records import embed_records, memory_issue, timestamp
 from bot.memory.store import MemoryStore, SyncCursor
+from bot.models.embedding import Embedder
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from github import Github
 from github.IssueComment import IssueComment
 
 from bot.comment import has_marker
-from bot.domain import Issue
+from bot.core.domain import Issue
 from bot.service.errors import NotFound, PermanentGitHubError, RateLimited
 from bot.service.github.api_errors import github_errors
 from bot.service.github.models import Comment, IssueSnapshot, PostedComment

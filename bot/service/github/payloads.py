@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.domain import Issue
+from bot.core.domain import Issue
 from bot.service.errors import MalformedPayload, PayloadFieldError
 from bot.service.github.models import Comment, WebhookEvent
 

@@ -8,9 +8,9 @@ import logging
 import time
 from typing import Any
 
+from bot.deciding.repo_config import RepoConfigError
 from bot.memory.store import MemoryStore, SyncCursor
 from bot.memory.sync import PageBudget, ReadsExhausted, sync_repository
-from bot.repo_config import RepoConfigError
 from bot.service.errors import PermanentGitHubError, RateLimited, RetryLater, TransientGitHubError
 from bot.service.github.models import WebhookEvent
 from bot.service.handlers.config_file import checked_config

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.domain import Issue, TriageResult
+from bot.core.domain import Issue, TriageResult
+from bot.deciding.repo_config import RepoConfig
 from bot.memory.overrides import blend, corrected_examples, labelled_examples
 from bot.memory.queries import related_issues, repo_label_suggestions, with_titles
-from bot.normalise import normalise
-from bot.repo_config import RepoConfig
+from bot.reading.normalise import normalise
 from bot.service.errors import NotFound, PermanentGitHubError
 from bot.service.github.client import InstallationClient
 from bot.service.handlers.context import JobContext

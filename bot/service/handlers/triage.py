@@ -12,8 +12,8 @@ from pydantic import BaseModel
 
 from bot.comment import compose, silence_reason
 from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
-from bot.decision import Plan, plan_response
-from bot.repo_config import RepoConfig
+from bot.deciding.decision import Plan, plan_response
+from bot.deciding.repo_config import RepoConfig
 from bot.service.errors import WriteDeferred
 from bot.service.github.models import IssueSnapshot, PostedComment, WebhookEvent
 from bot.service.handlers.config_file import usable_config

@@ -8,8 +8,8 @@ import time
 from contextlib import AbstractContextManager
 from typing import Any
 
+from bot.core.storage.erasures import erased_since
 from bot.service.queue.jobs import Decision
-from bot.storage.erasures import erased_since
 
 
 class DecisionQueries:

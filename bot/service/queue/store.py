@@ -10,13 +10,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from bot.errors import ConfigError
-from bot.service.queue.decisions import DecisionQueries
-from bot.service.queue.deliveries import NewDelivery, Recorded, record_deliveries
-from bot.service.queue.jobs import Job
-from bot.service.repo_errors import SCHEMA as REPO_ERRORS_SCHEMA
-from bot.service.review.tables import REVIEW_SCHEMA
-from bot.storage.database import (  # StoreUnavailable and the connectors are imported from here too
+from bot.core.errors import ConfigError
+from bot.core.storage.database import (  # StoreUnavailable and the connectors are imported from here too
     StoreUnavailable,
     check_room,
     connect_postgres,
@@ -24,8 +19,13 @@ from bot.storage.database import (  # StoreUnavailable and the connectors are im
     live_postgres,
     transaction,
 )
-from bot.storage.erasures import create_erasure_table
-from bot.storage.schema import create_tables
+from bot.core.storage.erasures import create_erasure_table
+from bot.core.storage.schema import create_tables
+from bot.service.queue.decisions import DecisionQueries
+from bot.service.queue.deliveries import NewDelivery, Recorded, record_deliveries
+from bot.service.queue.jobs import Job
+from bot.service.repo_errors import SCHEMA as REPO_ERRORS_SCHEMA
+from bot.service.review.tables import REVIEW_SCHEMA
 
 __all__ = ["Store", "StoreUnavailable", "connect_sqlite", "transaction"]
 

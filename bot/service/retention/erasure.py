@@ -2,7 +2,7 @@
 the decisions and the maintainers' corrections (issue title, body, author), and every stored delivery about
 them with its job (payloads of failed jobs included).
 
-Each erasure is logged first (`bot/storage/erasures.py`): a job that started before it (a triage running
+Each erasure is logged first (`bot/core/storage/erasures.py`): a job that started before it (a triage running
 during the uninstall) then stores nothing of it, and every worker's case base drops the corrections. The
 rows then go in transactions of at most BATCH rows, found through indexed columns (a job's issue key, a
 decision's or correction's repository), so intake never waits more than one batch behind an erasure."""
@@ -13,12 +13,12 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from bot.embedding import Embedder
+from bot.core.storage.erasures import record_erasure
 from bot.memory.queries import Memory
+from bot.models.embedding import Embedder
 from bot.service.queue.store import Store
 from bot.service.repo_errors import clear_config_errors
 from bot.service.retention.batches import BATCH, batched, delete_deliveries, deleting
-from bot.storage.erasures import record_erasure
 
 # The payload fields that name the repositories a delivery is about.
 REPO_LISTS = ("repositories", "repositories_added", "repositories_removed")

@@ -10,7 +10,7 @@ import nh3
 from markdown_it import MarkdownIt
 from pydantic import BaseModel
 
-from bot.links import issue_html_url
+from bot.comment.links import issue_html_url
 from bot.service.queue.jobs import Decision
 from bot.service.review.records import Rating
 

@@ -25,7 +25,7 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
 from bot.core.settings import AXES, Settings
-from bot.service.queue.jobs import Decision
+from bot.service.decisions.models import Decision
 from bot.service.queue.store import Store
 from bot.service.review.html_cache import keep_html
 from bot.service.state import ServiceOptions

@@ -13,7 +13,7 @@ from bot.memory.labels import LabelModels
 from bot.memory.queries import Memory
 from bot.memory.store import MemoryStore
 from bot.models.embedding import Embedder
-from bot.service.queue.jobs import Decision
+from bot.service.decisions.models import Decision
 from bot.service.queue.store import Store
 from bot.service.retention.erasure import erase_repositories
 from bot.service.retention.policy import prune

@@ -119,7 +119,7 @@ def test_a_write_that_is_not_due_queues_its_job_for_its_slot_and_the_worker_runs
 
 def test_a_rerun_job_writes_at_its_slot_without_booking_another(tmp_path: Path) -> None:
     from bot.service.errors import WriteDeferred
-    from bot.service.queue.pacing import holding_write_slot, pace_write
+    from bot.service.github.pacing import holding_write_slot, pace_write
 
     store = Store(f"sqlite:///{tmp_path / 'pacing.sqlite3'}")
     pace_write(store, 7, 60.0)  # the installation's first write goes at once

@@ -15,8 +15,8 @@ from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
 from bot.core.settings import Settings
 from bot.deciding.repo_config import CONFIG_PATH
 from bot.models.engine import Engine
+from bot.service.decisions.models import Decision
 from bot.service.github.payloads import github_time, parse_event
-from bot.service.queue.jobs import Decision
 from tests.fake_github import (
     REPO,
     FakeGitHub,

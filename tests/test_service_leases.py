@@ -12,7 +12,7 @@ import pytest
 
 from bot.core.settings import Settings
 from bot.models.engine import Engine
-from bot.service.queue.pacing import reserve_write
+from bot.service.github.pacing import reserve_write
 from bot.service.queue.store import Store
 from bot.service.queue.upkeep import list_jobs, retry_jobs
 from bot.service.retention.policy import prune

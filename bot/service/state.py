@@ -24,9 +24,9 @@ from bot.models.llm.base import ChatModel, make_chat_model
 from bot.models.llm.local_transformers import resolve_local_model
 from bot.service.github.credentials import check_credentials
 from bot.service.github.github_app import GitHubApp
+from bot.service.github.pacing import SharedPause, pace_write
 from bot.service.handlers.feedback import LearnedCorrections
 from bot.service.metrics import Metrics
-from bot.service.queue.pacing import SharedPause, pace_write
 from bot.service.queue.store import Store
 from bot.service.web.intake import Intake
 

@@ -24,7 +24,7 @@ TIMEOUT_S = 15
 
 
 class InstallationPause(Protocol):
-    """The installation's rate-limit pause, shared by every process (`queue/pacing.py`)."""
+    """The installation's rate-limit pause, shared by every process (`github/pacing.py`)."""
 
     def remaining(self) -> float: ...
 

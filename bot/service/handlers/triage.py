@@ -14,15 +14,15 @@ from bot.comment import compose, silence_reason
 from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
 from bot.deciding.decision import Plan, plan_response
 from bot.deciding.repo_config import RepoConfig
+from bot.service.decisions.models import Decision
 from bot.service.errors import WriteDeferred
 from bot.service.github.models import IssueSnapshot, PostedComment, WebhookEvent
+from bot.service.github.pacing import save_prepared, take_prepared
 from bot.service.handlers.config_file import usable_config
 from bot.service.handlers.context import JobContext
 from bot.service.handlers.issue_lifecycle import remember_from_delivery
 from bot.service.handlers.recall import recall
 from bot.service.handlers.router import Router
-from bot.service.queue.jobs import Decision
-from bot.service.queue.pacing import save_prepared, take_prepared
 from bot.service.review.html_cache import keep_html
 
 log = logging.getLogger(__name__)

@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 import time
 
+from bot.service.decisions.models import Decision
 from bot.service.errors import NotFound
 from bot.service.github.client import InstallationClient
 from bot.service.github.payloads import installation_of
 from bot.service.handlers.commands import TRIAGE_ROLES
-from bot.service.queue.jobs import Decision
 from bot.service.review.records import REACTION
 from bot.service.state import ServiceState
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from bot.core.settings import AXES
 from bot.memory.backtest import BacktestResult
 from bot.memory.report import markdown as backtest_markdown
-from bot.service.queue.jobs import Decision
+from bot.service.decisions.models import Decision
 from bot.service.review.records import Rating
 from bot.service.review.view import render_markdown
 

@@ -7,9 +7,9 @@ import json
 from functools import cache
 
 from bot.knowledge.taxonomy import Taxonomy, load_taxonomy
+from bot.service.decisions.models import Decision
 from bot.service.github.models import WebhookEvent
 from bot.service.github.payloads import parse_event
-from bot.service.queue.jobs import Decision
 from bot.service.queue.store import Store
 
 

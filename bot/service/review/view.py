@@ -11,7 +11,7 @@ from markdown_it import MarkdownIt
 from pydantic import BaseModel
 
 from bot.comment.links import issue_html_url
-from bot.service.queue.jobs import Decision
+from bot.service.decisions.models import Decision
 from bot.service.review.records import Rating
 
 # The outcome filter: what a decision did, by the queue's words.

@@ -1,6 +1,6 @@
 """The service database's decisions (one per triage delivery) and maintainers' corrections (`/triage
-axis=value`, each a labelled case): the queries `Store` inherits (`store.py`), kept here so each module stays
-short."""
+axis=value`, each a labelled case): their tables and the queries the service's `Store` inherits
+(`bot/service/queue/store.py`), kept here so that the queue holds only the queue."""
 
 from __future__ import annotations
 
@@ -9,7 +9,21 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from bot.core.storage.erasures import erased_since
-from bot.service.queue.jobs import Decision
+from bot.service.decisions.models import Decision
+
+DECISIONS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS decisions (
+    delivery_id TEXT PRIMARY KEY, repo TEXT NOT NULL, number INTEGER NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL, decision TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS feedback (
+    id {serial} PRIMARY KEY, delivery_id TEXT NOT NULL, repo TEXT NOT NULL, number INTEGER NOT NULL,
+    axis TEXT NOT NULL, value TEXT NOT NULL, author TEXT NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL, UNIQUE (delivery_id, axis));
+CREATE INDEX IF NOT EXISTS feedback_by_repo ON feedback (repo, id);
+CREATE INDEX IF NOT EXISTS feedback_by_age ON feedback (created_at);
+CREATE INDEX IF NOT EXISTS decisions_by_repo ON decisions (repo, number);
+CREATE INDEX IF NOT EXISTS decisions_by_age ON decisions (created_at);
+"""
 
 
 class DecisionQueries:

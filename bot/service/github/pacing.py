@@ -11,9 +11,19 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
 from bot.service.errors import WriteDeferred
-from bot.service.queue.store import Store
+
+if TYPE_CHECKING:  # the service database creates these tables (PACING_SCHEMA) and passes itself in
+    from bot.service.queue.store import Store
+
+PACING_SCHEMA = """
+CREATE TABLE IF NOT EXISTS write_pacing (
+    installation_id BIGINT PRIMARY KEY, next_write_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS github_pauses (
+    installation_id BIGINT PRIMARY KEY, paused_until DOUBLE PRECISION NOT NULL);
+"""
 
 # A wait this short is slept: less than a rerun of the job's reads would cost.
 INLINE_WAIT_S = 0.05

@@ -57,7 +57,7 @@ class FusedLinearPredictor(Predictor):
     def __init__(self, c: float = 2.0, flag_weight: float = 0.5) -> None:
         self.c, self.flag_weight = c, flag_weight
 
-    def _matrices(self, vectors: np.ndarray, texts: list[str], titles: list[str]) -> dict[str, sparse.csr_matrix]:
+    def view_matrices(self, vectors: np.ndarray, texts: list[str], titles: list[str]) -> dict[str, sparse.csr_matrix]:
         inputs = {"words": texts, "title": titles, "chars": texts}
         out = {"embedding": sparse.csr_matrix(vectors)}
         for view, vectorizer in self._vectorizers.items():
@@ -65,11 +65,11 @@ class FusedLinearPredictor(Predictor):
         out["words"] = sparse.hstack([out["words"], signature_flags(texts) * self.flag_weight], format="csr")
         return out
 
-    def _unfitted_models(self) -> dict[str, PerAxisModels]:
+    def unfitted_models(self) -> dict[str, PerAxisModels]:
         prototype = LogisticRegression(C=self.c, max_iter=3000, class_weight="balanced")
         return {view: PerAxisModels(prototype) for view in VIEWS}
 
-    def _fit_vectorizers(self, texts: list[str], titles: list[str]) -> None:
+    def fit_vectorizers(self, texts: list[str], titles: list[str]) -> None:
         self._vectorizers = _vectorizers()
         inputs = {"words": texts, "title": titles, "chars": texts}
         for view, vectorizer in self._vectorizers.items():
@@ -78,9 +78,9 @@ class FusedLinearPredictor(Predictor):
 
     def fit(self, data: TrainingSet) -> None:
         titles = [case.title or "" for case in data.index.cases]
-        self._fit_vectorizers(data.texts, titles)
-        matrices = self._matrices(data.index.vectors, data.texts, titles)
-        self._models = self._unfitted_models()
+        self.fit_vectorizers(data.texts, titles)
+        matrices = self.view_matrices(data.index.vectors, data.texts, titles)
+        self._models = self.unfitted_models()
         for view, models in self._models.items():
             models.fit(data, matrices[view])
             models.round_trip(f"{view}.")  # predict exactly as a stored copy would
@@ -88,7 +88,7 @@ class FusedLinearPredictor(Predictor):
     def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:
         if not queries:
             return []
-        matrices = self._matrices(np.vstack([q.vector for q in queries]), [q.issue.text for q in queries],
+        matrices = self.view_matrices(np.vstack([q.vector for q in queries]), [q.issue.text for q in queries],
                                   [q.issue.title for q in queries])
         return self._fuse_views(matrices, len(queries))
 
@@ -112,7 +112,7 @@ class FusedLinearPredictor(Predictor):
         for view, vectorizer in self._vectorizers.items():
             vectorizer.vocabulary_ = {term: i for i, term in enumerate(meta["terms"][view])}
             vectorizer.idf_ = arrays[f"{view}.idf"].astype(np.float64)
-        self._models = self._unfitted_models()
+        self._models = self.unfitted_models()
         for view, models in self._models.items():
             models.restore(arrays, meta["models"][view], f"{view}.")
 

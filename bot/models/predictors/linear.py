@@ -32,7 +32,7 @@ class LinearPredictor(Predictor):
     def __init__(self, c: float = 2.0, tfidf_weight: float = 1.0, flag_weight: float = 0.5) -> None:
         self.c, self.tfidf_weight, self.flag_weight = c, tfidf_weight, flag_weight
 
-    def _features(self, vectors: np.ndarray, texts: list[str]) -> sparse.csr_matrix:
+    def feature_matrix(self, vectors: np.ndarray, texts: list[str]) -> sparse.csr_matrix:
         parts = [sparse.csr_matrix(vectors), self._tfidf.transform(texts) * self.tfidf_weight,
                  signature_flags(texts) * self.flag_weight]
         return sparse.hstack(parts, format="csr")
@@ -41,12 +41,12 @@ class LinearPredictor(Predictor):
         self._tfidf = TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_df=0.5, sublinear_tf=True,
                                       max_features=20000)
         fit_vectorizer(self._tfidf, data.texts)
-        self._models = self._unfitted_models()
-        self._models.fit(data, self._features(data.index.vectors, data.texts))
+        self._models = self.unfitted_models()
+        self._models.fit(data, self.feature_matrix(data.index.vectors, data.texts))
         self._models.round_trip()
         self._tfidf.idf_ = self._tfidf.idf_.astype(np.float32).astype(np.float64)
 
-    def _unfitted_models(self) -> PerAxisModels:
+    def unfitted_models(self) -> PerAxisModels:
         return PerAxisModels(LogisticRegression(C=self.c, max_iter=3000, class_weight="balanced"))
 
     def state(self) -> State:
@@ -61,13 +61,13 @@ class LinearPredictor(Predictor):
         self._tfidf = TfidfVectorizer(ngram_range=tuple(meta["tfidf_params"]["ngram_range"]), sublinear_tf=True)
         self._tfidf.vocabulary_ = {term: i for i, term in enumerate(meta["tfidf_terms"])}
         self._tfidf.idf_ = arrays["tfidf.idf"].astype(np.float64)
-        self._models = self._unfitted_models()
+        self._models = self.unfitted_models()
         self._models.restore(arrays, meta["models"])
 
     def predict_proba(self, queries: list[Query]) -> list[AxisDistributions]:
         if not queries:
             return []
-        matrix = self._features(np.vstack([q.vector for q in queries]), [q.issue.text for q in queries])
+        matrix = self.feature_matrix(np.vstack([q.vector for q in queries]), [q.issue.text for q in queries])
         return self._models.predict(matrix, len(queries))
 
     def describe(self) -> dict[str, object]:

@@ -61,7 +61,7 @@ class StructuredPredictor(FusedLinearPredictor):
         self.name = name or self.name
 
     def _issues_matrices(self, vectors: np.ndarray, issues: list[NormalisedIssue]) -> dict[str, sparse.csr_matrix]:
-        matrices = self._matrices(vectors, [i.text for i in issues], [i.title for i in issues])
+        matrices = self.view_matrices(vectors, [i.text for i in issues], [i.title for i in issues])
         if "cues" in self.extra_views:
             matrices["cues"] = sparse.csr_matrix(cue_flags([i.title for i in issues], [i.templates for i in issues],
                                                            [i.body for i in issues]))
@@ -69,8 +69,8 @@ class StructuredPredictor(FusedLinearPredictor):
             matrices["structure"] = self._vocabulary.transform(issues)
         return matrices
 
-    def _unfitted_models(self) -> dict[str, PerAxisModels]:
-        models = super()._unfitted_models()
+    def unfitted_models(self) -> dict[str, PerAxisModels]:
+        models = super().unfitted_models()
         for view in self.extra_views:
             models[view] = PerAxisModels(LogisticRegression(C=EXTRA_C, max_iter=3000, class_weight="balanced"))
         return models
@@ -78,11 +78,11 @@ class StructuredPredictor(FusedLinearPredictor):
     def fit(self, data: TrainingSet) -> None:
         # The training set keeps texts, not the normalised issues the cues read: normalise the cases again.
         issues = [normalise(Issue(title=c.title, body=c.body, repo=c.repo)) for c in data.index.cases]
-        self._fit_vectorizers(data.texts, [i.title for i in issues])
+        self.fit_vectorizers(data.texts, [i.title for i in issues])
         self._vocabulary = StructureVocabulary.fit(issues) if "structure" in self.extra_views else \
             StructureVocabulary()
         matrices = self._issues_matrices(data.index.vectors, issues)
-        self._models = self._unfitted_models()
+        self._models = self.unfitted_models()
         for view, models in self._models.items():
             models.fit(data, matrices[view])
             models.round_trip(f"{view}.")

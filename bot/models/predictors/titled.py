@@ -43,7 +43,7 @@ class TitledLinearPredictor(LinearPredictor):
         self.title_weight = title_weight
 
     def _all_features(self, vectors: np.ndarray, texts: list[str], titles: list[str]) -> sparse.csr_matrix:
-        parts = [self._features(vectors, texts), self._titles.transform(titles) * self.title_weight]
+        parts = [self.feature_matrix(vectors, texts), self._titles.transform(titles) * self.title_weight]
         return sparse.hstack(parts, format="csr")
 
     def fit(self, data: TrainingSet) -> None:
@@ -52,7 +52,7 @@ class TitledLinearPredictor(LinearPredictor):
         fit_vectorizer(self._tfidf, data.texts)
         self._titles = title_vectorizer()
         self._titles.fit(titles)
-        self._models = self._unfitted_models()
+        self._models = self.unfitted_models()
         self._models.fit(data, self._all_features(data.index.vectors, data.texts, titles))
         self._models.round_trip()  # predict exactly as a stored copy would
         self._tfidf.idf_ = self._tfidf.idf_.astype(np.float32).astype(np.float64)

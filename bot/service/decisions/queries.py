@@ -27,16 +27,16 @@ CREATE INDEX IF NOT EXISTS decisions_by_age ON decisions (created_at);
 
 
 class DecisionQueries:
-    """Decisions and corrections; the class that mixes this in gives the transactions (`_tx`)."""
+    """Decisions and corrections; the class that mixes this in gives the transactions (`transaction`)."""
 
-    def _tx(self) -> AbstractContextManager[Any]:
+    def transaction(self) -> AbstractContextManager[Any]:
         raise NotImplementedError
 
     def save_decision(self, decision: Decision, unless_erased_since: float | None = None) -> bool:
         """One decision per delivery; a retried job overwrites its own. Not stored (False) when its repository
         or issue was erased since `unless_erased_since` (the job's start: an uninstall ran meanwhile)."""
         data = decision.model_copy(update={"created_at": time.time()})
-        with self._tx() as run:
+        with self.transaction() as run:
             if erased_since(run, data.repo, data.number, unless_erased_since):
                 return False
             run("INSERT INTO decisions (delivery_id, repo, number, created_at, decision) "
@@ -48,7 +48,7 @@ class DecisionQueries:
     def decisions(self, limit: int = 50, repo: str | None = None) -> list[Decision]:
         """The latest decisions first."""
         where, params = ("WHERE repo = ? ", [repo]) if repo else ("", [])
-        with self._tx() as run:
+        with self.transaction() as run:
             rows = run(f"SELECT decision FROM decisions {where}ORDER BY created_at DESC LIMIT ?",
                        (*params, limit)).fetchall()
         return [Decision.model_validate_json(row[0]) for row in rows]
@@ -58,7 +58,7 @@ class DecisionQueries:
         """A maintainer's corrections: each one a labelled case (the issue text with the axis value); none
         when the repository or issue was erased since `unless_erased_since`."""
         now = time.time()
-        with self._tx() as run:
+        with self.transaction() as run:
             if erased_since(run, repo, number, unless_erased_since):
                 return
             for axis, value in corrections.items():
@@ -69,7 +69,7 @@ class DecisionQueries:
 
     def corrections(self, repo: str, number: int) -> dict[str, str]:
         """The latest correction per axis for one issue."""
-        with self._tx() as run:
+        with self.transaction() as run:
             rows = run("SELECT axis, value FROM feedback WHERE repo = ? AND number = ? "
                        "ORDER BY created_at, id", (repo, number)).fetchall()
         return {str(axis): str(value) for axis, value in rows}
@@ -78,7 +78,7 @@ class DecisionQueries:
         """Every correction (or those stored after `after_id`, or of one repository) as a labelled case,
         oldest first."""
         where, params = ("AND repo = ? ", (repo,)) if repo is not None else ("", ())
-        with self._tx() as run:
+        with self.transaction() as run:
             rows = run("SELECT id, repo, number, axis, value, author, title, body FROM feedback WHERE id > ? "
                        f"{where}ORDER BY id", (after_id, *params)).fetchall()
         keys = ("id", "repo", "number", "axis", "value", "author", "title", "body")

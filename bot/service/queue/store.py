@@ -99,7 +99,8 @@ class Store(DecisionQueries):
             run(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def transaction(self) -> Any:
-        """One transaction (a `run(sql, params)` callable), for the store's sibling modules."""
+        """One transaction (a `run(sql, params)` callable), for the store's sibling modules and the decision
+        queries it inherits."""
         return self._tx()
 
     def ping(self) -> None:
@@ -172,7 +173,7 @@ class Store(DecisionQueries):
             if _is_integrity_error(exc):  # another worker took a job of the same issue at the same instant
                 return None
             raise
-        return _job(row) if row else None
+        return job_from_row(row) if row else None
 
     def heartbeat(self, job_id: int, token: str, lease_s: float) -> bool:
         """Extend the lease; False when it is no longer ours (expired and taken over)."""
@@ -218,7 +219,7 @@ class Store(DecisionQueries):
             row = run(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
         if row is None:
             raise KeyError(job_id)
-        return _job(row)
+        return job_from_row(row)
 
     def job_counts(self) -> dict[str, int]:
         with self._tx() as run:
@@ -226,7 +227,7 @@ class Store(DecisionQueries):
         return {str(status): int(n) for status, n in rows}
 
 
-def _job(row: Sequence[Any]) -> Job:
+def job_from_row(row: Sequence[Any]) -> Job:
     keys = [key.strip() for key in JOB_COLUMNS.split(",")]
     return Job.model_validate(dict(zip(keys, row, strict=True)))
 

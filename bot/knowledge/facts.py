@@ -147,7 +147,7 @@ def framework_of(issue: Issue, environment: EnvironmentFacts) -> str | None:
 
 def missing_facts(issue: Issue, environment: EnvironmentFacts, taxonomy: Taxonomy, kind: str | None,
                   symptom: str | None, *, diagnoses: Sequence[Diagnosis] = (), needs_details: bool = False,
-                  stage: str | None = None) -> list[str]:
+                  stage: str | None = None, report: str | None = None) -> list[str]:
     """Fact ids to ask for, at most two: what the likely failure needs (each diagnosis's `ask`, then the
     symptom's `ask_for`) and the text does not show.
 
@@ -156,7 +156,8 @@ def missing_facts(issue: Issue, environment: EnvironmentFacts, taxonomy: Taxonom
     versions; when `symptom` (there: what its title clearly reads as) is a failure without an error - low
     throughput, a loss that differs, a hang - it is asked for what that failure needs instead of a traceback
     it will never have. A training setting is not asked of an inference issue (`stage`, or its title), nor
-    the environment of a report that compares two settings on one environment.
+    the environment of a report that compares two settings on one environment. `report` is the issue's
+    `report_text`, where the triage has it (`NormalisedIssue.report`); else it is read here.
     """
     if needs_details:
         own = list(taxonomy.value("symptom", symptom).ask_for) if symptom and symptom != "none" else []
@@ -170,7 +171,7 @@ def missing_facts(issue: Issue, environment: EnvironmentFacts, taxonomy: Taxonom
     known = {f.id for f in taxonomy.facts}
     symptoms = {symptom, *(s for d in diagnoses for s in d.symptoms)} - {None}
     framework = framework_of(issue, environment)
-    text = report_text(issue)
+    text = report if report is not None else report_text(issue)
     inference = reads_as_inference(issue.title, stage or next((d.stage for d in diagnoses if d.stage), None))
     comparison = compares_settings(text)
     chosen: list[str] = []

@@ -115,6 +115,12 @@ class Engine:
     def triage(self, issue: Issue) -> TriageResult:
         return self.triage_many([issue])[0]
 
+    def read_and_triage(self, issue: Issue) -> tuple[TriageResult, NormalisedIssue]:
+        """The result and the issue as it was read: the one normalisation of a triage, for the steps after it
+        (the memory's recall, the comment)."""
+        [(result, normalised)] = self._triage_batch([issue])
+        return result, normalised
+
     def triage_many(self, issues: Sequence[Issue], progress: Progress | None = None,
                     batch_size: int = 64) -> list[TriageResult]:
         """Predict every issue; the issue itself is never its own neighbour, and an issue whose opening date is
@@ -122,27 +128,33 @@ class Engine:
         results: list[TriageResult] = []
         for start in range(0, len(issues), batch_size):
             batch = list(issues[start:start + batch_size])
-            normalised = [normalise(i) for i in batch]
-            vectors = self.embedder.embed([n.text for n in normalised])
-            excluded = [self._excluded(i) for i in batch]
-            queries = make_queries(self.index, normalised, vectors, self.settings.neighbours + 5, excluded,
-                                   [i.created_at for i in batch])
-            records = self.predictor.predict_records(queries)
-            for issue, query, record, banned in zip(batch, queries, records, excluded, strict=True):
-                dist = record.distributions
-                predictions = {axis: decide(axis, dist[axis], self.calibrator, self.settings.threshold(axis),
-                                            raw=record.scores[axis])
-                               for axis in AXES}
-                results.append(self._with_missing_facts(issue, query.issue, TriageResult(
-                    issue_id=issue.id, predictions=predictions,
-                    neighbours=self.index.related(query.vector, query.hits[: self.settings.neighbours],
-                                                  query.issue.signatures, banned, issue.created_at),
-                    signatures=list(query.issue.signatures), environment=query.issue.environment,
-                    predictor=self.predictor.name,
-                    taxonomy_version=self.taxonomy.version, model_id=self.model_id, fallback=record.fallback)))
+            results += [result for result, _ in self._triage_batch(batch)]
             if progress:
                 progress("predicting", len(batch), len(issues))
         return results
+
+    def _triage_batch(self, batch: list[Issue]) -> list[tuple[TriageResult, NormalisedIssue]]:
+        normalised = [normalise(i, report=True) for i in batch]
+        vectors = self.embedder.embed([n.text for n in normalised])
+        excluded = [self._excluded(i) for i in batch]
+        queries = make_queries(self.index, normalised, vectors, self.settings.neighbours + 5, excluded,
+                               [i.created_at for i in batch])
+        records = self.predictor.predict_records(queries)
+        out = []
+        for issue, query, record, banned in zip(batch, queries, records, excluded, strict=True):
+            dist = record.distributions
+            predictions = {axis: decide(axis, dist[axis], self.calibrator, self.settings.threshold(axis),
+                                        raw=record.scores[axis])
+                           for axis in AXES}
+            out.append((self._with_missing_facts(issue, query.issue, TriageResult(
+                issue_id=issue.id, predictions=predictions,
+                neighbours=self.index.related(query.vector, query.hits[: self.settings.neighbours],
+                                              query.issue.signatures, banned, issue.created_at),
+                signatures=list(query.issue.signatures), environment=query.issue.environment,
+                predictor=self.predictor.name,
+                taxonomy_version=self.taxonomy.version, model_id=self.model_id, fallback=record.fallback)),
+                query.issue))
+        return out
 
     def _with_missing_facts(self, issue: Issue, normalised: NormalisedIssue, result: TriageResult) -> TriageResult:
         """Too little text for a bug report: abstain and ask for the facts; else ask for what is absent, and
@@ -150,7 +162,7 @@ class Engine:
         if needs_details(normalised) and result.label("kind") not in NON_BUG_KINDS:
             return withhold_for_details(result)
         missing = missing_facts(issue, normalised.environment, self.taxonomy, result.label("kind"),
-                                result.label("symptom"))
+                                result.label("symptom"), report=normalised.report)
         diagnoses = diagnose(issue.title, issue.body, framework=normalised.environment.framework,
                              kind=result.label("kind"))
         return result.model_copy(update={"missing_facts": missing, "diagnoses": diagnoses})

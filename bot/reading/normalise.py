@@ -59,6 +59,12 @@ class NormalisedIssue:
     failure: Failure = field(default_factory=Failure)  # frames, final exception, exit code, signal, rank
     signatures: tuple[ErrorSignature, ...] = ()  # its canonical error signatures (bot/reading/signatures.py)
     templates: tuple[str, ...] = ()  # kinds of issue template whose headings the body carried (bot/reading/cues.py)
+    report_body: str | None = None  # the body bounded by MAX_INPUT_CHARS only (what the facts read), when asked
+
+    @property
+    def report(self) -> str | None:
+        """What the reporter wrote (title and body, boilerplate and unfilled sections dropped), when asked for."""
+        return None if self.report_body is None else f"{self.title}\n{self.report_body}"
 
     @property
     def digests(self) -> tuple[str, ...]:
@@ -72,20 +78,22 @@ class NormalisedIssue:
         return "\n".join(part for part in (self.title, head, self.body) if part)
 
 
-def normalise(issue: Issue, max_chars: int = MAX_BODY_CHARS) -> NormalisedIssue:
-    """Normalise one issue for embedding, classification and prompting."""
+def normalise(issue: Issue, max_chars: int = MAX_BODY_CHARS, *, report: bool = False) -> NormalisedIssue:
+    """Normalise one issue for embedding, classification and prompting; with `report`, keep the body bounded by
+    MAX_INPUT_CHARS only too (`report_body`, what the facts read: a triage normalises its issue once)."""
     body = HTML_COMMENT.sub("", _clip(issue.body or ""))
     lines, templates = _drop_template_headings(_drop_boilerplate(body.replace("\r\n", "\n").split("\n")))
     lines = _drop_empty_sections(_dedupe_log_lines(lines))
     signal = tuple(_signal_lines(lines))
-    text = "\n".join(lines).strip()
-    if len(text) > max_chars:
-        text = _shorten(lines, max_chars)
+    whole = "\n".join(lines).strip()
+    text = whole if len(whole) <= max_chars else _shorten(lines, max_chars)
+    report_body = (whole if len(whole) <= MAX_INPUT_CHARS else _shorten(lines, MAX_INPUT_CHARS)) if report else None
     title = (issue.title or "").strip()
     failure = parse_failure(f"{title}\n{body}")  # the title first: the body's traceback is the final word
     return NormalisedIssue(title=title, body=text, signal=signal,
                            environment=extract_environment(f"{title}\n{issue.body or ''}", issue.repo),
-                           failure=failure, signatures=failure_signatures(failure), templates=templates)
+                           failure=failure, signatures=failure_signatures(failure), templates=templates,
+                           report_body=report_body)
 
 
 def _clip(body: str) -> str:

@@ -131,6 +131,17 @@ def repository_names(payload: dict[str, Any], key: str) -> list[str]:
     return [str(r["full_name"]) for r in payload.get(key) or [] if isinstance(r, dict) and "full_name" in r]
 
 
+def added_repositories(event: str, payload: dict[str, Any]) -> list[str]:
+    """The repositories an `installation` (all it lists) or `installation_repositories` delivery adds."""
+    return repository_names(payload, "repositories" if event == "installation" else "repositories_added")
+
+
+def removed_repositories(event: str, payload: dict[str, Any]) -> list[str]:
+    """The repositories an `installation` (deleted: all it lists) or `installation_repositories` delivery
+    removes."""
+    return repository_names(payload, "repositories" if event == "installation" else "repositories_removed")
+
+
 def reparse_fields(payload: dict[str, Any]) -> dict[str, Any]:
     """Only what parsing the delivery again needs (action, installation, sender): no repository, no text."""
     sender = payload.get("sender") or {}

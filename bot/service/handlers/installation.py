@@ -12,7 +12,7 @@ from bot.memory.store import MemoryStore, SyncCursor
 from bot.memory.sync import PageBudget, ReadsExhausted, sync_repository
 from bot.service.errors import PermanentGitHubError, RateLimited, RetryLater, TransientGitHubError
 from bot.service.github.models import WebhookEvent
-from bot.service.github.payloads import reparse_fields, repository_names
+from bot.service.github.payloads import added_repositories, removed_repositories, reparse_fields
 from bot.service.handlers.config_file import checked_config
 from bot.service.handlers.context import JobContext, payload_of
 from bot.service.handlers.router import Router
@@ -47,7 +47,7 @@ def handle_installed(ctx: JobContext, event: WebhookEvent) -> str:
     assert event.installation_id is not None  # parse_event requires it of an installation delivery
     if SLICE not in ctx.delivery_id:  # the installation's own delivery: its repositories join the queue
         payload = payload_of(ctx)
-        repos = repository_names(payload, "repositories" if event.event == "installation" else "repositories_added")
+        repos = added_repositories(event.event, payload)
         if not repos:  # "all repositories" installations may list none in the payload
             repos = ctx.client.installation_repositories()
         queue_repositories(memory.store, repos, event.installation_id)
@@ -150,7 +150,7 @@ def handle_uninstalled(ctx: JobContext, event: WebhookEvent) -> str:
     client is never used: GitHub refuses a token for a deleted installation."""
     payload = payload_of(ctx)
     deleted = event.event == "installation"
-    repos = set(repository_names(payload, "repositories" if deleted else "repositories_removed"))
+    repos = set(removed_repositories(event.event, payload))
     memory = ctx.state.memory
     if deleted:  # every repository this installation synced, whether or not the payload lists it
         repos |= {c.repo for c in memory.store.cursors() if c.installation_id == event.installation_id}

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Protocol
 
 from bot.memory.models import ListedIssue
-from bot.memory.records import embed_records, memory_issue
+from bot.memory.records import memory_record
 from bot.memory.store import MemoryStore, SyncCursor
 from bot.models.embedding import Embedder
 
@@ -123,11 +123,12 @@ def store_page(client: IssueReader, store: MemoryStore, embedder: Embedder, repo
             if data.state == "closed" and not data.is_pull_request:
                 before_request()
                 closed_by, duplicate_of = client.closing_reference(repo, data.number)
-            records.append(memory_issue(repo, data, closed_by, duplicate_of))
+            records.append(memory_record(repo, data, closed_by, duplicate_of))
     finally:
         if records:
-            done = todo[:len(records)]
-            store.upsert(list(zip(records, embed_records(embedder, done), strict=True)), unless_erased_since)
+            vectors = embedder.embed([text for _, text in records])
+            store.upsert([(record, vector) for (record, _), vector in zip(records, vectors, strict=True)],
+                         unless_erased_since)
 
 
 def mind_the_rate_limit(client: IssueReader, repo: str, wait_for_reset: bool,

@@ -8,7 +8,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from bot.memory.records import embed_records, memory_issue
+from bot.memory.records import memory_record
 from bot.service.errors import NotFound, PermanentGitHubError
 from bot.service.github.issues import listed_issue
 from bot.service.github.models import WebhookEvent
@@ -33,8 +33,8 @@ def remember_issue(ctx: JobContext, repo: str, data: dict[str, Any]) -> None:
         except (NotFound, PermanentGitHubError) as exc:
             log.warning("timeline of %s#%s not read: %s", repo, issue.number, exc)
     # Through the index: the issue joins the loaded matrix, so the next search reloads nothing.
-    ctx.state.memory.index.save([(memory_issue(repo, issue, closed_by, duplicate_of),
-                                  embed_records(ctx.engine.embedder, [issue])[0])], unless_erased_since=ctx.started_at)
+    record, text = memory_record(repo, issue, closed_by, duplicate_of)
+    ctx.state.memory.index.save([(record, ctx.engine.embedder.embed([text])[0])], unless_erased_since=ctx.started_at)
 
 
 @router.register("issues", "closed", "labeled", "unlabeled")

@@ -4,7 +4,8 @@ GitHub turns a plain issue URL or `owner/repo#N` in a comment into a cross-refer
 event on the linked issue. A triage bot that cites DeepSpeed's issues from every Megatron-LM issue would spam
 DeepSpeed's threads. So an issue of another repository is linked through GitHub's redirect host (as
 Dependabot does), with link text that is not itself a reference ("DeepSpeed #1234"); an issue of the
-repository the comment is posted on stays a plain `#N`, where the cross-reference is wanted.
+repository the comment is posted on stays a plain `#N`, where the cross-reference is wanted. And the web address
+of an issue from the API base URL (`issue_html_url`), for the memory's related issues and the review page too.
 """
 
 from __future__ import annotations

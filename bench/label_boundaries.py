@@ -32,14 +32,14 @@ from scipy import sparse
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
-from bot.cues import cue_flags
-from bot.engine import build_training_set
-from bot.joint import JOINT_AXES
-from bot.normalise import NormalisedIssue, normalise
-from bot.predictors.base import normalise_distribution
-from bot.predictors.fused import FLOOR, VIEWS
-from bot.predictors.structured import AXIS_VIEWS
-from bot.stages import issue_tokens
+from bot.knowledge.stages import issue_tokens
+from bot.models.engine import build_training_set
+from bot.models.joint import JOINT_AXES
+from bot.models.predictors.base import normalise_distribution
+from bot.models.predictors.fused import FLOOR, VIEWS
+from bot.models.predictors.structured import AXIS_VIEWS
+from bot.reading.cues import cue_flags
+from bot.reading.normalise import NormalisedIssue, normalise
 from eval.jobs import make_embedder
 
 Dists = dict[str, list[dict[str, float]]]
@@ -56,7 +56,7 @@ DURING = (r"\bduring training|\biteration|\bsteps?\b|\bepochs?\b|\bloss\b|\bback
           r"\bthroughput|\btflops|\bslow|\bspeed|\bforward\b|\boptimi[sz]er step|\bconverge|\bnan\b|\bhangs?\b|"
           r"\bresum")
 PHASE_PROSE = {"before": re.compile(BEFORE, re.IGNORECASE), "during": re.compile(DURING, re.IGNORECASE)}
-# More question cues than bot/cues.py holds, and the words of a failure.
+# More question cues than bot/reading/cues.py holds, and the words of a failure.
 QUESTION = {
     "title_mark": (re.compile(r"[?？]"), "title"),
     "title_why": (re.compile(r"\bwhy\b", re.IGNORECASE), "title"),
@@ -92,7 +92,7 @@ def phase_phrases(issue: NormalisedIssue) -> str:
 
 
 def question_cues(issues: list[NormalisedIssue]) -> sparse.csr_matrix:
-    """bot/cues.py's flags, the extra question cues, "failure shown", failure words, and their conjunctions."""
+    """bot/reading/cues.py's flags, the extra question cues, "failure shown", failure words, and their conjunctions."""
     base = cue_flags([i.title for i in issues], [i.templates for i in issues], [i.body for i in issues])
     rows = []
     for issue, flags in zip(issues, base, strict=True):

@@ -28,14 +28,14 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold
 from threadpoolctl import threadpool_limits
 
-from bot.engine import build_training_set, make_queries
-from bot.joint import JOINT_AXES, JointDecoder
-from bot.normalise import normalise
-from bot.predictors.base import normalise_distribution
-from bot.predictors.fused import FLOOR, VIEWS, fuse
-from bot.predictors.structured import EXTRA_VIEWS, StructuredPredictor
-from bot.settings import Settings
-from bot.taxonomy import load_taxonomy
+from bot.core.settings import Settings
+from bot.knowledge.taxonomy import load_taxonomy
+from bot.models.engine import build_training_set, make_queries
+from bot.models.joint import JOINT_AXES, JointDecoder
+from bot.models.predictors.base import normalise_distribution
+from bot.models.predictors.fused import FLOOR, VIEWS, fuse
+from bot.models.predictors.structured import EXTRA_VIEWS, StructuredPredictor
+from bot.reading.normalise import normalise
 from eval.cli import load_settings
 from eval.data import load_set
 from eval.jobs import make_embedder

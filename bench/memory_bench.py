@@ -29,13 +29,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.embedding import Embedder, EmbeddingCache
+from bot.core.settings import Settings
 from bot.memory.index import MemoryIndex
 from bot.memory.labels import MAX_HELD_OUT, LabelModel
 from bot.memory.records import issue_text
 from bot.memory.store import MemoryIssue, MemoryStore
 from bot.memory.sync import sync_repository
-from bot.settings import Settings
+from bot.models.embedding import Embedder, EmbeddingCache
+from bot.service.github.issues import listed_issue
 
 REPO = "bench-org/big"
 DIM = 384
@@ -56,7 +57,7 @@ def sync_cost(issues: int, tmp: Path) -> None:
     with FakeGitHub().running() as github:
         github.add_repo(REPO, labels=["bug", "question"])
         seeded = github.seed_issues(REPO, issues, seed=11)
-        texts = [issue_text(i) for i in seeded]
+        texts = [issue_text(listed_issue(i)) for i in seeded]
         embedder = Embedder(model, EmbeddingCache(tmp / "sync-cache.sqlite3"))
         embedder.embed(["warm the model up"])
         store = MemoryStore(f"sqlite:///{tmp / 'sync.sqlite3'}")

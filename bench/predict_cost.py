@@ -72,7 +72,7 @@ def main() -> None:
     args = parser.parse_args()
     base = args.seed if args.seed is not None else int(time.time())
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    cli = [sys.executable, "-m", "bot.cli"]
+    cli = [sys.executable, "-m", "bot.cli.main"]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         make_issues(work / "warmup.jsonl", 5, seed=base - 1)

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.dataset import load_gold
-from bot.embedding import Embedder, EmbeddingCache
-from bot.normalise import normalise
-from bot.opening import has_opening_post, opening_post
-from bot.paths import default_data_dir
-from bot.settings import Settings
-from bot.taxonomy import load_taxonomy
+from bot.core.paths import default_data_dir
+from bot.core.settings import Settings
+from bot.knowledge.dataset import load_gold
+from bot.knowledge.taxonomy import load_taxonomy
+from bot.models.embedding import Embedder, EmbeddingCache
+from bot.reading.normalise import normalise
+from bot.reading.opening import has_opening_post, opening_post
 
 BINS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.01)
 
@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--axis", default="symptom")
     parser.add_argument("--kind", default=None, help="only issues of this gold kind (e.g. usage_question)")
     parser.add_argument("--as-opened", action="store_true",
-                        help="embed each window's opening post only (bot/opening.py), as GitHub holds the issue")
+                        help="embed each window's opening post only (bot/reading/opening.py), as GitHub holds it")
     parser.add_argument("--k", type=int, default=3)
     args = parser.parse_args()
     settings = Settings()

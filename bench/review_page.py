@@ -24,12 +24,12 @@ from fastapi.responses import HTMLResponse
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
-from bot.service.queue.jobs import Decision
+from bot.core.settings import AXES, Settings
+from bot.service.decisions.models import Decision
 from bot.service.queue.store import Store
 from bot.service.review.html_cache import keep_html
 from bot.service.state import ServiceOptions
 from bot.service.web.app import create_app
-from bot.settings import AXES, Settings
 
 REPO = "bench-org/bench-repo"
 TOKEN = "bench-ops-token"

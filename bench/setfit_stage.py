@@ -28,10 +28,10 @@ from label_views import cached_folds, decode, samples_of, score, task_splits
 from sentence_transformers import SentenceTransformer
 from sklearn.linear_model import LogisticRegression
 
-from bot.embedding import resolve_model_path
-from bot.engine import build_training_set
-from bot.joint import JOINT_AXES
-from bot.normalise import normalise
+from bot.models.embedding import resolve_model_path
+from bot.models.engine import build_training_set
+from bot.models.joint import JOINT_AXES
+from bot.reading.normalise import normalise
 from eval.jobs import make_embedder
 
 

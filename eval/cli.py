@@ -14,10 +14,10 @@ from typing import Annotated, Any, NoReturn
 import typer
 from pydantic import ValidationError
 
-from bot.errors import ConfigError, TriageError
-from bot.paths import default_data_dir
-from bot.predictors import predictor_names
-from bot.settings import Settings
+from bot.core.errors import ConfigError, TriageError
+from bot.core.paths import default_data_dir
+from bot.core.settings import Settings
+from bot.models.predictors import predictor_names
 from eval.measures_cli import diagnostics, floor, signatures
 from eval.task import RunConfig, default_predictors, load_task, task_config
 

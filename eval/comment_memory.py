@@ -1,7 +1,7 @@
 """The repository memory of `python -m eval comments --memory`: the deployed App's "Seen before", measured.
 
 Each evaluated repository's gold threads go into the real memory store (bot/memory/) on a temporary SQLite, as
-GitHub would list them: the opening post as the body (the window cut at its first later section, bot/opening.py;
+GitHub would list them: the opening post as the body (the window cut at its first later section, bot/reading/opening.py;
 a window without one keeps only its title), its opening date and state. An issue then recalls the
 threads of its repository opened before it (`related_issues(..., before=created_at)`), exactly as the service's
 triage job does.
@@ -13,27 +13,27 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from bot.domain import Case, RelatedIssue
-from bot.embedding import Embedder
+from bot.core.domain import Case, RelatedIssue
+from bot.core.settings import Settings
 from bot.memory.index import MemoryIndex
 from bot.memory.labels import LabelModels
+from bot.memory.models import ListedIssue
 from bot.memory.queries import Memory, related_issues
 from bot.memory.records import embed_records, memory_issue
 from bot.memory.store import MemoryStore
-from bot.normalise import normalise
-from bot.opening import has_opening_post, opening_post
-from bot.settings import Settings
+from bot.models.embedding import Embedder
+from bot.reading.normalise import normalise
+from bot.reading.opening import has_opening_post, opening_post
 
 
-def as_github_issue(case: Case) -> dict[str, Any]:
-    """A gold thread as GitHub's issue JSON holds it when the memory syncs: the opening post, never the thread."""
+def as_listed_issue(case: Case) -> ListedIssue:
+    """A gold thread as GitHub lists it when the memory syncs: the opening post, never the thread."""
     body = opening_post(case.body) if has_opening_post(case.body) else ""
-    return {"number": case.number, "title": case.title, "body": body, "state": case.state or "closed",
-            "labels": [],  # the gold records' GitHub labels are not kept on a case; the comment does not read them
-            "created_at": case.created_at.isoformat() if case.created_at else None,
-            **({"pull_request": {}} if case.type == "pull_request" else {})}
+    return ListedIssue(number=int(case.number or 0), title=case.title, body=body, state=case.state or "closed",
+                       labels=(),  # a case keeps no GitHub labels; the comment does not read them
+                       created_at=case.created_at.timestamp() if case.created_at else None,
+                       is_pull_request=case.type == "pull_request")
 
 
 @contextmanager
@@ -43,7 +43,7 @@ def gold_memory(cases: Sequence[Case], embedder: Embedder, settings: Settings) -
     with tempfile.TemporaryDirectory(prefix="eval-memory-") as folder:
         store = MemoryStore(f"sqlite:///{Path(folder) / 'memory.sqlite3'}")
         try:
-            items = [as_github_issue(c) for c in kept.values()]
+            items = [as_listed_issue(c) for c in kept.values()]
             if items:
                 vectors = embed_records(embedder, items)
                 store.upsert([(memory_issue(str(c.repo), data), vector)

@@ -17,7 +17,7 @@ from typing import Any
 from bot.comment.compose import CommentPlan
 from bot.comment.links import linked_in
 from bot.comment.policy import REASONS
-from bot.domain import Case, TriageResult
+from bot.core.domain import Case, TriageResult
 
 UNSCORED_SYMPTOMS = (None, "unknown", "none")
 # Literal evidence that the text shows a fact (lower-case substrings), independent of taxonomy `present`.

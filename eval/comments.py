@@ -2,7 +2,7 @@
 
 Each fold of the task's first repetition is commented by an engine fitted without it (the same folds, case
 bases and leakage rules as `run`, from `prepare_splits`), through the bot's own composer. The App sees an issue
-when it is opened: each gold window is cut to its opening post (bot/opening.py), with `created_at` from the
+when it is opened: each gold window is cut to its opening post (bot/reading/opening.py), with `created_at` from the
 opening header; a window that starts mid-thread has no opening post and is not scored (counted). Pull requests
 are never commented on. With `memory`, each issue's repository memory (the real store of bot/memory/ on a
 temporary SQLite) holds the gold threads of its repository opened before it, so the deployed App's "Seen
@@ -20,12 +20,12 @@ from typing import Any
 
 from bot.comment.compose import compose
 from bot.comment.policy import CommentPolicy
-from bot.domain import Case, TriageResult
-from bot.engine import ENGINE_VERSION, fit_engine
+from bot.core.domain import Case, TriageResult
+from bot.core.settings import Settings
+from bot.knowledge.taxonomy import Taxonomy, load_taxonomy
 from bot.memory.queries import Memory
-from bot.opening import has_opening_post, opened_at, opening_post
-from bot.settings import Settings
-from bot.taxonomy import Taxonomy, load_taxonomy
+from bot.models.engine import ENGINE_VERSION, fit_engine
+from bot.reading.opening import has_opening_post, opened_at, opening_post
 from eval import provenance
 from eval.comment_memory import gold_memory, recalled
 from eval.comment_scoring import score_comment, summarise, table_markdown

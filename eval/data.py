@@ -6,10 +6,10 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.dataset import iter_json_lines, parse_gold_record
-from bot.domain import Case
-from bot.errors import DataError
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Case
+from bot.core.errors import DataError
+from bot.knowledge.dataset import iter_json_lines, parse_gold_record
+from bot.knowledge.taxonomy import Taxonomy
 
 
 @dataclass

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.dataset import iter_json_lines, parse_gold_record
-from bot.errors import ConfigError, DataError
-from bot.taxonomy import Taxonomy, load_taxonomy
+from bot.core.errors import ConfigError, DataError
+from bot.knowledge.dataset import iter_json_lines, parse_gold_record
+from bot.knowledge.taxonomy import Taxonomy, load_taxonomy
 
 NATIVE = "liu23"
 COMPOUND = re.compile(r"\s[&/]\s")  # compound native fix patterns: the first part decides

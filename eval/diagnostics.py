@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.dataset import LoadReport, load_case_base
-from bot.diagnostics import KnowledgeBase, diagnose, load_diagnostics
-from bot.domain import Case
-from bot.normalise import extract_environment
-from bot.opening import has_opening_post, opening_post
-from bot.taxonomy import load_taxonomy
+from bot.core.domain import Case
+from bot.knowledge.dataset import LoadReport, load_case_base
+from bot.knowledge.diagnostics import KnowledgeBase, diagnose, load_diagnostics
+from bot.knowledge.taxonomy import load_taxonomy
+from bot.reading.normalise import extract_environment
+from bot.reading.opening import has_opening_post, opening_post
 
 GOLD_TEXT_FILES = ("ddl-dev.jsonl", "ddl-dev-r3.jsonl", "liu23.jsonl")  # liu23-labels.jsonl repeats liu23's texts
 MIN_PRECISION = 0.8  # an entry that fires on 3 or more gold records must be right this often

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bot.grouping import NEAR_DUPLICATE_COSINE, assign_folds, near_duplicate_groups
+from bot.models.grouping import NEAR_DUPLICATE_COSINE, assign_folds, near_duplicate_groups
 
 __all__ = ["NEAR_DUPLICATE_COSINE", "assign_folds", "leaking_rows", "near_duplicate_groups"]
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from threadpoolctl import threadpool_limits
 
-from bot.embedding import Embedder, EmbeddingCache
-from bot.engine import Progress, fit_engine
-from bot.settings import Settings
-from bot.taxonomy import load_taxonomy
+from bot.core.settings import Settings
+from bot.knowledge.taxonomy import load_taxonomy
+from bot.models.embedding import Embedder, EmbeddingCache
+from bot.models.engine import Progress, fit_engine
 from eval import predictors as _eval_predictors  # noqa: F401  (registers them)
 from eval.scoring import Sample, sample_record
 from eval.splits import Split

@@ -1,4 +1,4 @@
-"""Cross-references between records, so that linked threads share a fold (they live in bot/grouping.py, where
+"""Cross-references between records, so that linked threads share a fold (they live in bot/models/grouping.py, where
 the engine's calibration uses them too).
 
 A fix pull request and the issue it fixes, the same change opened against two branches, a thread quoting
@@ -9,6 +9,6 @@ similarity misses them (a PR's text differs from its issue's).
 
 from __future__ import annotations
 
-from bot.grouping import MIN_TITLE_CHARS, Key, linked_pairs, references, thread_key, title_key
+from bot.models.grouping import MIN_TITLE_CHARS, Key, linked_pairs, references, thread_key, title_key
 
 __all__ = ["MIN_TITLE_CHARS", "Key", "linked_pairs", "references", "thread_key", "title_key"]

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from bot.settings import Settings
+from bot.core.settings import Settings
 
 SIGNATURE_FILES = ("ddl-dev.jsonl", "ddl-dev-r3.jsonl", "liu23.jsonl")
 
@@ -18,7 +18,7 @@ def floor(
                                                        "ddl-dev files).")] = None,
 ) -> None:
     """Precision of "the neighbour shares the gold symptom" per similarity bin (the comment's floor)."""
-    from bot.dataset import default_case_files
+    from bot.knowledge.dataset import default_case_files
     from eval.cli import load_settings
     from eval.neighbour_floor import format_table, measure_floor
 

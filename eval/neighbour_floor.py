@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.dataset import LoadReport, load_case_base
-from bot.embedding import Embedder, EmbeddingCache
-from bot.normalise import normalise
-from bot.retrieval import CaseIndex
-from bot.settings import Settings
-from bot.taxonomy import load_taxonomy
+from bot.core.settings import Settings
+from bot.knowledge.dataset import LoadReport, load_case_base
+from bot.knowledge.taxonomy import load_taxonomy
+from bot.models.embedding import Embedder, EmbeddingCache
+from bot.models.retrieval import CaseIndex
+from bot.reading.normalise import normalise
 
 BIN_WIDTH = 0.05
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import binomtest
 
-from bot.settings import AXES
-from bot.taxonomy import Taxonomy
+from bot.core.settings import AXES
+from bot.knowledge.taxonomy import Taxonomy
 from eval.metrics import bootstrap_confusions, macro_f1, macro_f1_from_confusion, percentile_interval
 from eval.scoring import AxisView, Sample, axis_view, by_repeat
 

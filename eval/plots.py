@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from bot.settings import AXES
+from bot.core.settings import AXES
 
 DPI = 120
 LINE_STYLES: list[Any] = ["-", "--", "-.", (0, (1, 1)), "-", (0, (5, 1, 1, 1, 1, 1))]

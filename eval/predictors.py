@@ -6,9 +6,9 @@ round 3 does to the natural mix (`ddl-dev.jsonl`) and to the enriched classes, s
 
 from __future__ import annotations
 
-from bot.predictors.base import Arrays, AxisDistributions, Meta, Predictor, Query, State, TrainingSet, register
-from bot.predictors.linear import LinearPredictor
-from bot.settings import Settings
+from bot.core.settings import Settings
+from bot.models.predictors.base import Arrays, AxisDistributions, Meta, Predictor, Query, State, TrainingSet, register
+from bot.models.predictors.linear import LinearPredictor
 
 ROUND_3 = "ddl-dev-r3.jsonl"
 

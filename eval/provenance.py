@@ -10,8 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from bot.paths import shipped_dir
-from bot.taxonomy import taxonomy_path
+from bot.core.paths import shipped_dir
+from bot.knowledge.taxonomy import taxonomy_path
 from eval.data import file_sha256
 
 CHECKOUT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bot.settings import AXES
+from bot.core.settings import AXES
 from eval.metrics import BOOTSTRAP_RESAMPLES, TOP_K
 from eval.plots import reference_predictor, write_run_plots
 from eval.tables import all_tables, export_tables

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot.settings import AXES
-from bot.taxonomy import load_taxonomy
+from bot.core.settings import AXES
+from bot.knowledge.taxonomy import load_taxonomy
 from eval.paired import compare_all
 from eval.scoring import Sample, score_samples
 from eval.slices import slice_scores

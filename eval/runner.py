@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.domain import Case
-from bot.embedding import Embedder, text_hash
-from bot.engine import ENGINE_VERSION
-from bot.normalise import normalise
-from bot.settings import AXES, Settings
-from bot.taxonomy import Taxonomy, load_taxonomy
+from bot.core.domain import Case
+from bot.core.settings import AXES, Settings
+from bot.knowledge.taxonomy import Taxonomy, load_taxonomy
+from bot.models.embedding import Embedder, text_hash
+from bot.models.engine import ENGINE_VERSION
+from bot.reading.normalise import normalise
 from eval import provenance
 from eval.data import LoadedSet, file_sha256, load_set
 from eval.estimate import record_timings

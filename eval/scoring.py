@@ -16,9 +16,9 @@ from typing import TypedDict
 
 import numpy as np
 
-from bot.domain import Case, TriageResult
-from bot.settings import AXES
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Case, TriageResult
+from bot.core.settings import AXES
+from bot.knowledge.taxonomy import Taxonomy
 from eval.calibration import brier_score, expected_calibration_error, reliability_bins
 from eval.metrics import (
     MISSING,

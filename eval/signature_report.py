@@ -15,17 +15,17 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.dataset import LoadReport, load_case_base
-from bot.domain import Case
-from bot.embedding import Embedder, EmbeddingCache
-from bot.normalise import NormalisedIssue, normalise
-from bot.settings import Settings
-from bot.signatures import KINDS, MATCHING_KINDS
-from bot.taxonomy import Taxonomy, load_taxonomy
+from bot.core.domain import Case
+from bot.core.settings import Settings
+from bot.knowledge.dataset import LoadReport, load_case_base
+from bot.knowledge.taxonomy import Taxonomy, load_taxonomy
+from bot.models.embedding import Embedder, EmbeddingCache
+from bot.reading.normalise import NormalisedIssue, normalise
+from bot.reading.signatures import KINDS, MATCHING_KINDS
 
 COSINE_FLOORS = (0.75, 0.80)
 ANY = "any kind"
-MATCHING = "any but signal, exit code"  # the kinds that pull a case into the neighbours (bot/retrieval.py)
+MATCHING = "any but signal, exit code"  # the kinds that pull a case into the neighbours (bot/models/retrieval.py)
 
 
 @dataclass

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bot.settings import AXES
-from bot.taxonomy import Taxonomy
+from bot.core.settings import AXES
+from bot.knowledge.taxonomy import Taxonomy
 from eval.metrics import accuracy, coverage_precision, macro_f1
 from eval.scoring import Sample, axis_view, by_repeat
 

@@ -8,11 +8,11 @@ from typing import Literal
 
 import numpy as np
 
-from bot.domain import Case
-from bot.embedding import Embedder, text_hash
-from bot.errors import ConfigError
-from bot.normalise import normalise
-from bot.opening import has_opening_post, opened_at, opening_post
+from bot.core.domain import Case
+from bot.core.errors import ConfigError
+from bot.models.embedding import Embedder, text_hash
+from bot.reading.normalise import normalise
+from bot.reading.opening import has_opening_post, opened_at, opening_post
 from eval.folds import assign_folds, leaking_rows, near_duplicate_groups
 from eval.links import linked_pairs
 

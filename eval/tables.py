@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.settings import AXES
+from bot.core.settings import AXES
 
 
 @dataclass

@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from bot.datafile import load_yaml_model
-from bot.errors import ConfigError
-from bot.predictors import predictor_names
+from bot.core.errors import ConfigError
+from bot.knowledge.datafile import load_yaml_model
+from bot.models.predictors import predictor_names
 from eval import predictors as _eval_predictors  # noqa: F401  (registers them)
 from eval.folds import NEAR_DUPLICATE_COSINE
 from eval.metrics import BOOTSTRAP_RESAMPLES

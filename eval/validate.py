@@ -10,12 +10,12 @@ from pathlib import Path
 
 import yaml
 
-from bot.dataset import iter_json_lines, parse_gold_record
-from bot.diagnostics import diagnostics_path, load_diagnostics_file
-from bot.errors import ConfigError, DataError
-from bot.paths import shipped_dir
-from bot.prompts import load_prompt
-from bot.taxonomy import load_taxonomy, load_taxonomy_file, taxonomy_files
+from bot.core.errors import ConfigError, DataError
+from bot.core.paths import shipped_dir
+from bot.knowledge.dataset import iter_json_lines, parse_gold_record
+from bot.knowledge.diagnostics import diagnostics_path, load_diagnostics_file
+from bot.knowledge.prompts import load_prompt
+from bot.knowledge.taxonomy import load_taxonomy, load_taxonomy_file, taxonomy_files
 from eval.describe import NATIVE, native_labels
 from eval.task import load_task_file, task_files
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.engine import Engine, build_engine
-from bot.paths import default_data_dir
-from bot.settings import Settings
-from bot.taxonomy import Taxonomy, load_taxonomy
+from bot.core.paths import default_data_dir
+from bot.core.settings import Settings
+from bot.knowledge.taxonomy import Taxonomy, load_taxonomy
+from bot.models.engine import Engine, build_engine
 from tests.fake_github import FakeGitHub, app_settings_for, github_holding
 
 CHECKOUT = Path(__file__).resolve().parent.parent

@@ -30,11 +30,11 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
-from bot.engine import Engine
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.state import ServiceOptions, ServiceState
 from bot.service.web.app import create_app
 from bot.service.web.signature import sign_body
-from bot.settings import Settings
 from tests.loopback import serving
 
 PAYLOADS = Path(__file__).parent / "payloads"

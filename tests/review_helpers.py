@@ -12,9 +12,9 @@ import httpx
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
-from bot.engine import Engine
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.web.app import create_app
-from bot.settings import Settings
 from tests.fake_github import FAST, FakeGitHub, load_payload
 
 OTHER = "example-org/otherdist"  # a second repository of the same installation

@@ -102,7 +102,7 @@ def serving(github: FakeGitHub, tmp_path: Path, workers: int = 2, environment: d
     port = free_port()
     log = tmp_path / "serve.log"
     with log.open("ab") as out:
-        web = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port), "--workers",
+        web = subprocess.Popen([sys.executable, "-m", "bot.cli.main", "serve", "--port", str(port), "--workers",
                                 str(workers)], env=env, stdout=out, stderr=subprocess.STDOUT)
     served = Served(web, f"http://127.0.0.1:{port}", env["DDL_TRIAGE_DATABASE_URL"], Path(env["DDL_TRIAGE_STATE_DIR"]),
                     log)
@@ -124,7 +124,7 @@ def serving(github: FakeGitHub, tmp_path: Path, workers: int = 2, environment: d
 def standalone_workers(served: Served, count: int, environment: dict[str, str]) -> Iterator[list[int]]:
     """`ddl-triage worker` processes beside a `serve --workers 0` (the shipped compose.yaml's worker containers),
     until the block ends, ready (the web process counts them); their pids."""
-    workers = [subprocess.Popen([sys.executable, "-m", "bot.cli", "worker"], env=environment,
+    workers = [subprocess.Popen([sys.executable, "-m", "bot.cli.main", "worker"], env=environment,
                                 stdout=(served.state_dir.parent / f"worker-{n}.log").open("ab"),
                                 stderr=subprocess.STDOUT) for n in range(count)]
     try:

@@ -36,7 +36,7 @@ def run_step(github: FakeGitHub, payload: dict[str, object], event: str, tmp_pat
     env |= {"GITHUB_EVENT_PATH": str(event_path), "GITHUB_EVENT_NAME": event, "GITHUB_TOKEN": WORKFLOW_TOKEN,
             "GITHUB_API_URL": github.base_url, "GITHUB_RUN_ID": "77", "DDL_TRIAGE_STATE_DIR": str(tmp_path / "st"),
             "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "bot.cli", "action"], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "bot.cli.main", "action"], capture_output=True, text=True, env=env,
                           timeout=600)
 
 
@@ -77,7 +77,7 @@ def test_a_bot_event_and_a_missing_token_are_handled_in_one_line(github: FakeGit
     event_path.write_text("{not json", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DDL_TRIAGE_", "GITHUB_"))}
     env |= {"GITHUB_EVENT_PATH": str(event_path), "DDL_TRIAGE_STATE_DIR": str(tmp_path / "st")}
-    broken = subprocess.run([sys.executable, "-m", "bot.cli", "action"], capture_output=True, text=True, env=env,
+    broken = subprocess.run([sys.executable, "-m", "bot.cli.main", "action"], capture_output=True, text=True, env=env,
                             timeout=600)
     assert broken.returncode == 1 and "Traceback" not in broken.stderr
     assert broken.stderr.count("\n") == 1 and "GITHUB_EVENT_PATH" in broken.stderr

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from bot.domain import Case
-from bot.engine import make_queries
-from bot.grouping import near_duplicate_groups
-from bot.normalise import normalise
-from bot.policy import out_of_fold
-from bot.predictors.base import Query, TrainingSet
-from bot.predictors.knn import KnnPredictor
-from bot.retrieval import CaseIndex
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Case
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.engine import make_queries
+from bot.models.grouping import near_duplicate_groups
+from bot.models.policy import out_of_fold
+from bot.models.predictors.base import Query, TrainingSet
+from bot.models.predictors.knn import KnnPredictor
+from bot.models.retrieval import CaseIndex
+from bot.reading.normalise import normalise
 
 
 def _twins(taxonomy: Taxonomy) -> TrainingSet:

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.engine import Engine
-from bot.settings import AXES, Settings
+from bot.core.settings import AXES, Settings
+from bot.models.engine import Engine
 
 
 def run_cli(settings: Settings, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "DDL_TRIAGE_STATE_DIR": str(settings.state_dir),
            "DDL_TRIAGE_DATA_DIR": str(settings.data_dir)}
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "bot.cli.main", *args], capture_output=True, text=True, env=env,
                           input=stdin, timeout=600)
 
 

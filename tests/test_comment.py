@@ -22,9 +22,9 @@ from bot.comment import (
     should_comment,
     silence_reason,
 )
-from bot.domain import AxisPrediction, Diagnosis, Issue, Neighbour, RelatedIssue, TriageResult
-from bot.engine import Engine
-from bot.taxonomy import Taxonomy
+from bot.core.domain import AxisPrediction, Diagnosis, Issue, Neighbour, RelatedIssue, TriageResult
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.engine import Engine
 from eval.comment_scoring import pinging_links, text_shows
 
 REPO = "deepspeedai/DeepSpeed"
@@ -35,7 +35,7 @@ BATCH = Issue(id="b", repo=REPO, number=9001, title="deepspeed.initialize fails 
                    "config: train_batch_size 64, train_micro_batch_size_per_gpu 2, gradient_accumulation_steps 8. "
                    "deepspeed 0.14.0, torch 2.3.1+cu121, launched with `deepspeed --num_gpus 8 train.py`.")
 SIGNATURE = ("AssertionError: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "
-             "gradient_acc_step * world_size <N> != <N>")  # the canonical signature of BATCH (bot/signatures.py)
+             "gradient_acc_step * world_size <N> != <N>")  # BATCH's canonical signature (reading/signatures.py)
 DIAGNOSIS = Diagnosis(id="batch_size_assertion", title="Batch size check",
                       reading="`train_batch_size` must equal micro-batch x gradient accumulation x world size.",
                       next_step="Set two of them, or leave `train_batch_size` out and let DeepSpeed derive it.",

@@ -10,10 +10,10 @@ from pydantic import SecretStr
 
 from bot.comment import compose_comment
 from bot.comment.reading import MAX_READING_CHARS, ReadingRejected, validate_reading
-from bot.domain import AxisPrediction, Diagnosis, EnvironmentFacts, Issue, RelatedIssue, TriageResult
-from bot.llm import make_chat_model
-from bot.settings import AXES, Settings
-from bot.taxonomy import Taxonomy
+from bot.core.domain import AxisPrediction, Diagnosis, EnvironmentFacts, Issue, RelatedIssue, TriageResult
+from bot.core.settings import AXES, Settings
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.llm import make_chat_model
 from tests.fake_llm import FakeChatServer
 
 ISSUE = Issue(id="n", repo="deepspeedai/DeepSpeed", number=500, title="Rank 3 killed with exit code -9 at step 200",

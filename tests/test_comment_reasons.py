@@ -12,11 +12,11 @@ import pytest
 
 from bot.comment import CommentPolicy, Substance, compose, plan_comment, should_comment
 from bot.comment.policy import ASKED_BEFORE, NEXT_STEP, PRECEDENT, REASONS
-from bot.diagnostics import diagnose
-from bot.domain import AxisPrediction, Diagnosis, EnvironmentFacts, Issue, Neighbour, RelatedIssue, TriageResult
-from bot.normalise import normalise
-from bot.settings import AXES
-from bot.taxonomy import Taxonomy
+from bot.core.domain import AxisPrediction, Diagnosis, EnvironmentFacts, Issue, Neighbour, RelatedIssue, TriageResult
+from bot.core.settings import AXES
+from bot.knowledge.diagnostics import diagnose
+from bot.knowledge.taxonomy import Taxonomy
+from bot.reading.normalise import normalise
 
 REPO = "deepspeedai/DeepSpeed"
 OPENED = datetime(2024, 6, 1, tzinfo=UTC)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.config_check import check_config, line_of, wanted_labels
-from bot.repo_config import RepoConfig, RepoConfigError, parse_repo_config
-from bot.taxonomy import Taxonomy
+from bot.deciding.config_check import check_config, line_of, wanted_labels
+from bot.deciding.repo_config import RepoConfig, RepoConfigError, parse_repo_config
+from bot.knowledge.taxonomy import Taxonomy
 from tests.fake_github import REPO, github_holding
 
 TOKEN = "ghp_labels_test_token"
@@ -42,7 +42,7 @@ labels:
 
 def cli(*args: str, tmp_path: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("DDL_TRIAGE_")}
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], capture_output=True, text=True, timeout=300,
+    return subprocess.run([sys.executable, "-m", "bot.cli.main", *args], capture_output=True, text=True, timeout=300,
                           env=base | {"DDL_TRIAGE_STATE_DIR": str(tmp_path / "state"), **(env or {})})
 
 

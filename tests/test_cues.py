@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from bot.cues import CUE_NAMES, cue_flags, template_heading, title_cues
-from bot.domain import Issue
-from bot.normalise import normalise
+from bot.core.domain import Issue
+from bot.reading.cues import CUE_NAMES, cue_flags, template_heading, title_cues
+from bot.reading.normalise import normalise
 
 FEATURE_FORM = """### Describe the feature
 

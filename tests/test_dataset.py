@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.dataset import GOLD_FILES, LoadReport, load_gold, read_issues
-from bot.errors import DataError
-from bot.taxonomy import Taxonomy
+from bot.core.errors import DataError
+from bot.knowledge.dataset import GOLD_FILES, LoadReport, load_gold, read_issues
+from bot.knowledge.taxonomy import Taxonomy
 
 GOOD = {"id": "x/y#1", "title": "t", "body": "b", "labels": {"kind": "bug_report", "stage": "training",
         "symptom": "hang_timeout", "root_cause": "unknown", "fix_pattern": "unresolved"}}

@@ -1,18 +1,18 @@
-"""bot.decision, bot.policy and bot.shadow: thresholds and abstention, corrections, shadow mode and the
-comment-or-not choice, each decided in one place."""
+"""bot.deciding.decision, bot.models.policy and bot.deciding.shadow: thresholds and abstention, corrections, shadow
+mode and the comment-or-not choice, each decided in one place."""
 
 from __future__ import annotations
 
 from pydantic import SecretStr
 
-from bot.decision import plan_response
-from bot.domain import Issue
-from bot.engine import Engine
+from bot.core.domain import Issue
+from bot.core.settings import AXES, Settings
+from bot.deciding.decision import plan_response
+from bot.deciding.repo_config import LabelConfig, RepoConfig
+from bot.deciding.shadow import repository_shadow, service_shadow, unsigned_deliveries_allowed
 from bot.memory.overrides import LabelledExample, blend
-from bot.policy import apply_thresholds
-from bot.repo_config import LabelConfig, RepoConfig
-from bot.settings import AXES, Settings
-from bot.shadow import repository_shadow, service_shadow, unsigned_deliveries_allowed
+from bot.models.engine import Engine
+from bot.models.policy import apply_thresholds
 
 ISSUE = Issue(title="NCCL watchdog timeout during allreduce on 16 GPUs",
               body="Training hangs after 30 minutes; the watchdog reports a collective timeout.")

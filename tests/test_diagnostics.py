@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.diagnostics import (
+from bot.core.errors import ConfigError
+from bot.knowledge.diagnostics import (
     MAX_DIAGNOSES,
     NON_BUG_KINDS,
     KnowledgeBase,
@@ -22,9 +23,8 @@ from bot.diagnostics import (
     load_diagnostics,
     load_diagnostics_file,
 )
-from bot.errors import ConfigError
-from bot.taxonomy import Taxonomy
-from bot.textmatch import MAX_INPUT_CHARS, required_literal
+from bot.knowledge.taxonomy import Taxonomy
+from bot.reading.textmatch import MAX_INPUT_CHARS, required_literal
 
 EXAMPLES: dict[str, dict[str, list[Any]]] = yaml.safe_load(
     (Path(__file__).parent / "diagnostics_examples.yaml").read_text(encoding="utf-8"))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.diagnostics import diagnose, load_diagnostics, load_diagnostics_file
-from bot.errors import ConfigError
+from bot.core.errors import ConfigError
+from bot.knowledge.diagnostics import diagnose, load_diagnostics, load_diagnostics_file
 
 # entry: (a post that shows the step done, a near miss that does not, the framework)
 DONE: dict[str, tuple[tuple[str, str], tuple[str, str], str | None]] = {

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.diagnostics import load_diagnostics
+from bot.knowledge.diagnostics import load_diagnostics
 from eval.diagnostics import MIN_N, MIN_PRECISION, DiagnosticsReport, gold_cases, measure_diagnostics
 from tests.test_eval_cli import run_eval
 

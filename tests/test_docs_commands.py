@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import Settings
+from bot.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ("install.md", "shadow-mode.md")

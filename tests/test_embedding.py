@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot.embedding import Embedder, EmbeddingCache
-from bot.errors import ConfigError
+from bot.core.errors import ConfigError
+from bot.models.embedding import Embedder, EmbeddingCache
 
 
 def test_the_packaged_model_embeds_and_a_second_run_embeds_only_what_changed(tmp_path: Path) -> None:

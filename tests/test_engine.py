@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from bot.comment import CommentPolicy, compose_comment, has_marker
-from bot.domain import Case, Issue, TriageResult
-from bot.engine import Engine, fit_engine
-from bot.predictors.knn import KnnPredictor
-from bot.settings import AXES, Settings
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Case, Issue, TriageResult
+from bot.core.settings import AXES, Settings
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.engine import Engine, fit_engine
+from bot.models.predictors.knn import KnnPredictor
 
 OOM = Issue(id="new#1", title="CUDA out of memory when training with ZeRO stage 3 on 8 GPUs",
             body="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. deepspeed 0.14.0")

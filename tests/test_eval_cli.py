@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.paths import CHECKOUT_DIR
+from bot.core.paths import CHECKOUT_DIR
 from tests.fake_llm import FakeChatServer
 
 # Made-up issue texts (never the gold data's): three problems, eight reports each.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import DataError
+from bot.core.errors import DataError
 from eval.describe import describe_file, read_labelled
 
 STUDY_STAGE_TOTALS = {"package build & import": 82, "communication setup": 133, "data and model preparation": 57,

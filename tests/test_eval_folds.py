@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bot.domain import Case
-from bot.errors import ConfigError
+from bot.core.domain import Case
+from bot.core.errors import ConfigError
 from eval.folds import assign_folds, leaking_rows, near_duplicate_groups
 from eval.links import linked_pairs
 from eval.splits import Embedded, cv_splits, framework_splits, transfer_split

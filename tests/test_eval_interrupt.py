@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import Settings
+from bot.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 DEADLINE_S = 60.0  # generous: the run must stop "within seconds"; a loaded 2-core machine gets slack

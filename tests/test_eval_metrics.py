@@ -7,7 +7,7 @@ import random
 import pytest
 from sklearn.metrics import f1_score
 
-from bot.taxonomy import load_taxonomy
+from bot.knowledge.taxonomy import load_taxonomy
 from eval.metrics import (
     accuracy_coverage_curve,
     area_under_curve,

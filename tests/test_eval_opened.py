@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot.domain import Case
-from bot.opening import has_opening_post
-from bot.settings import Settings
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Case
+from bot.core.settings import Settings
+from bot.knowledge.taxonomy import Taxonomy
+from bot.reading.opening import has_opening_post
 from eval.cli import build_config
 from eval.data import load_set
 from eval.splits import Embedded, Split, as_opened, temporal_split, with_text

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.settings import AXES
-from bot.taxonomy import load_taxonomy
+from bot.core.settings import AXES
+from bot.knowledge.taxonomy import load_taxonomy
 from eval.calibration import brier_score, expected_calibration_error, reliability_bins
 from eval.paired import compare_axis, mcnemar_p
 from eval.scoring import Answer, Sample, score_samples

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot.taxonomy import Taxonomy
+from bot.knowledge.taxonomy import Taxonomy
 from eval.rescore import rescore
 from eval.scoring import PULL_REQUEST, Answer, Sample, axis_view, score_samples
 from eval.slices import slice_scores

@@ -8,11 +8,11 @@ import sys
 
 import numpy as np
 
-from bot.domain import Case
-from bot.engine import Engine
-from bot.normalise import normalise
-from bot.settings import Settings
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Case
+from bot.core.settings import Settings
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.engine import Engine
+from bot.reading.normalise import normalise
 from eval.signature_report import ANY, MATCHING, report_from
 
 

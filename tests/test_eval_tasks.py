@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import ConfigError
+from bot.core.errors import ConfigError
 from eval.task import RunConfig, load_task, load_task_file, task_config, task_files
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.diagnostics import load_diagnostics
-from bot.domain import Diagnosis, Issue
-from bot.facts import fact_present, fact_shown, framework_of, missing_facts, needs_details
-from bot.normalise import normalise
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Diagnosis, Issue
+from bot.knowledge.diagnostics import load_diagnostics
+from bot.knowledge.facts import fact_present, fact_shown, framework_of, missing_facts, needs_details
+from bot.knowledge.taxonomy import Taxonomy
+from bot.reading.normalise import normalise
 
 # Unmistakable evidence of a fact in a text, independent of the taxonomy's own (broader) patterns.
 EVIDENCE = {

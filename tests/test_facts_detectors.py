@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.domain import Diagnosis, Issue
-from bot.facts import (
+from bot.core.domain import Diagnosis, Issue
+from bot.knowledge.facts import (
     asks_to_show,
     compares_settings,
     fact_shown,
@@ -15,8 +15,8 @@ from bot.facts import (
     proposes_own_fix,
     reads_as_inference,
 )
-from bot.normalise import normalise
-from bot.taxonomy import Taxonomy
+from bot.knowledge.taxonomy import Taxonomy
+from bot.reading.normalise import normalise
 
 # fact: (a positive, a near miss, a real-looking post)
 DETECTORS: dict[str, tuple[str, str, str]] = {

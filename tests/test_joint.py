@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot.dataset import LoadReport, default_case_files, load_case_base
-from bot.joint import JointDecoder, compatibility
-from bot.predictors.base import AxisDistributions, TrainingSet
-from bot.retrieval import CaseIndex
-from bot.taxonomy import Taxonomy
+from bot.knowledge.dataset import LoadReport, default_case_files, load_case_base
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.joint import JointDecoder, compatibility
+from bot.models.predictors.base import AxisDistributions, TrainingSet
+from bot.models.retrieval import CaseIndex
 
 UNSEEN = ("environment_setup", "numerical_instability")  # no gold case pairs these two
 

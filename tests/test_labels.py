@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.domain import Issue
-from bot.engine import Engine
+from bot.core.domain import Issue
+from bot.models.engine import Engine
 from tests.test_stages import DEEPSPEED_CONFIG_ASSERT, MEGATRON_SHAPE_IN_STEP
 
 QUESTION = Issue(id="q#1", title="How to set different learning rates for the embedding and the other layers?",

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot.domain import Issue
-from bot.engine import Engine, fit_engine
-from bot.errors import ConfigError
-from bot.llm.base import ResponseCache, make_chat_model
-from bot.predictors.base import make_predictor
-from bot.predictors.llm import LLMPredictor
-from bot.settings import AXES, Settings
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Issue
+from bot.core.errors import ConfigError
+from bot.core.settings import AXES, Settings
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.engine import Engine, fit_engine
+from bot.models.llm.base import ResponseCache, make_chat_model
+from bot.models.predictors.base import make_predictor
+from bot.models.predictors.llm import LLMPredictor
 from tests.fake_llm import FakeChatServer
 
 ISSUE = Issue(id="new#7", title="NCCL watchdog timeout in allreduce after 30 minutes",

@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot.engine import Engine
+from bot.core.settings import Settings
 from bot.memory.labels import LabelModel
 from bot.memory.store import MemoryIssue, MemoryStore
+from bot.models.engine import Engine
 from bot.service.queue.store import Store
 from bot.service.review.records import latest_backtest
-from bot.settings import Settings
 from tests.fake_github import REPO, FakeGitHub, github_holding
 from tests.memory_helpers import listing_pages
 
@@ -37,7 +37,7 @@ def run_cli(settings: Settings, github: FakeGitHub, db: Path, *args: str) -> sub
     env = {**os.environ, "DDL_TRIAGE_STATE_DIR": str(settings.state_dir), "DDL_TRIAGE_GITHUB_TOKEN": TOKEN,
            "DDL_TRIAGE_GITHUB_API_URL": github.base_url, "DDL_TRIAGE_DATABASE_URL": f"sqlite:///{db}",
            "DDL_TRIAGE_MEMORY_PAGE_INTERVAL_S": "0"}
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "bot.cli.main", *args], capture_output=True, text=True, env=env,
                           timeout=600)
 
 
@@ -75,8 +75,9 @@ def test_history_sync_resumes_after_a_limit_and_backtest_writes_its_report_witho
 def test_history_sync_without_credentials_says_which_variables_to_set(
         settings: Settings, github: FakeGitHub, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DDL_TRIAGE_GITHUB")}
-    done = subprocess.run([sys.executable, "-m", "bot.cli", "history", "sync", "--repo", REPO], capture_output=True,
-                          text=True, env=env | {"DDL_TRIAGE_STATE_DIR": str(tmp_path)}, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "bot.cli.main", "history", "sync", "--repo", REPO],
+                          capture_output=True, text=True, env=env | {"DDL_TRIAGE_STATE_DIR": str(tmp_path)},
+                          timeout=120)
     assert done.returncode == 1
     assert "DDL_TRIAGE_GITHUB_TOKEN" in done.stderr and "Traceback" not in done.stderr
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bot.memory.index import MemoryIndex
-from bot.memory.labels import MAX_HELD_OUT, LabelModel, LabelModels, _held_out
+from bot.memory.labels import MAX_HELD_OUT, LabelModel, LabelModels, held_out_rows
 from bot.memory.store import MemoryIssue, MemoryStore
 from bot.service.queue.store import Store
 
@@ -113,7 +113,7 @@ def test_triage_reads_the_label_model_it_has_and_the_refit_runs_in_the_backgroun
 
 def test_thresholds_are_chosen_on_a_bounded_sample_that_keeps_every_example_of_the_rare_labels() -> None:
     issues = [issue(n, ["common"] + (["rare"] if n % 150 == 0 else [])) for n in range(3000)]
-    rows = _held_out(issues, Counter(name for i in issues for name in i.labels), limit=500)
+    rows = held_out_rows(issues, Counter(name for i in issues for name in i.labels), limit=500)
     assert len(rows) == 500 and len(set(rows.tolist())) == 500
     assert {n for n in range(3000) if n % 150 == 0} <= set(rows.tolist())
     # Past the bound, a fit on two clusters whose labels follow the text still finds both thresholds.

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from bot.engine import Engine
+from bot.core.settings import Settings
 from bot.memory.queries import Memory
-from bot.settings import Settings
+from bot.models.engine import Engine
 from tests.fake_github import (
     REPO,
     SUBJECTS,

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from bot.engine import Engine
-from bot.settings import Settings
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from tests.fake_github import (
     REPO,
     FakeGitHub,

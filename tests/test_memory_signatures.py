@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from bot.domain import Issue
-from bot.engine import Engine
+from bot.core.domain import Issue
+from bot.core.settings import Settings
 from bot.memory.index import MemoryIndex
 from bot.memory.labels import LabelModels
 from bot.memory.queries import Memory, related_issues
 from bot.memory.store import MemoryStore
 from bot.memory.sync import sync_repository
-from bot.normalise import normalise
-from bot.settings import Settings
-from bot.signatures import signature
+from bot.models.engine import Engine
+from bot.reading.normalise import normalise
+from bot.reading.signatures import signature
 from tests.fake_github import (
     REPO,
     FakeGitHub,
@@ -184,7 +184,7 @@ def test_the_cli_triage_and_predict_use_the_synced_history_of_the_issues_reposit
            "DDL_TRIAGE_DATA_DIR": str(settings.data_dir)}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([sys.executable, "-m", "bot.cli", *args], capture_output=True, text=True, env=env,
+        done = subprocess.run([sys.executable, "-m", "bot.cli.main", *args], capture_output=True, text=True, env=env,
                               timeout=600)
         assert done.returncode == 0, done.stderr
         return done

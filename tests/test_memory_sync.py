@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.engine import Engine
+from bot.core.settings import Settings
 from bot.memory.store import MemoryStore
 from bot.memory.sync import ReadsExhausted, sync_repository
+from bot.models.engine import Engine
 from bot.service.handlers.dispatch import execute_job
 from bot.service.queue.jobs import Job
 from bot.service.queue.worker import Worker
 from bot.service.state import ServiceState
-from bot.settings import Settings
 from tests.fake_github import (
     REPO,
     FakeGitHub,

@@ -11,9 +11,9 @@ from urllib.parse import parse_qsl
 
 import pytest
 
-from bot.engine import Engine
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.queue.upkeep import list_jobs
-from bot.settings import Settings
 from tests.fake_github import (
     REPO,
     FakeGitHub,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.domain import EnvironmentFacts, Neighbour, TriageResult
+from bot.core.domain import EnvironmentFacts, Neighbour, TriageResult
 from bot.memory.queries import with_titles
 from bot.memory.store import MemoryStore
 from bot.service.handlers.recall import ClientLookup

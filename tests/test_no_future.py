@@ -8,13 +8,13 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from bot.domain import Case, Issue
-from bot.engine import Engine, fit_engine
-from bot.pack import Pack, build_pack, engine_from_pack, load_pack
-from bot.retrieval import CaseIndex
-from bot.settings import Settings
-from bot.signatures import error_signatures
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Case, Issue
+from bot.core.settings import Settings
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.engine import Engine, fit_engine
+from bot.models.pack import Pack, build_pack, engine_from_pack, load_pack
+from bot.models.retrieval import CaseIndex
+from bot.reading.signatures import error_signatures
 from eval.jobs import Job, run_job
 from eval.splits import Split
 

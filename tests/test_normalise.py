@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from bot.domain import Issue
-from bot.normalise import MAX_BODY_CHARS, MAX_INPUT_CHARS, MAX_SIGNAL_LINES, extract_environment, normalise
+from bot.core.domain import Issue
+from bot.reading.normalise import MAX_BODY_CHARS, MAX_INPUT_CHARS, MAX_SIGNAL_LINES, extract_environment, normalise
 
 TEMPLATE = """**Describe the bug**
 A clear and concise description of what the bug is.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.opening import has_opening_post, opened_at, opened_no_later_than, opening_post
+from bot.reading.opening import has_opening_post, opened_at, opened_no_later_than, opening_post
 
 WINDOW = ("alice · description · 2024-03-02\nTraining hangs at step 10.\n\nalice · comment notes\n"
           "bob · comment · 2024-03-05\nSet NCCL_P2P_DISABLE=1.\ncarol · review · 2024-03-06\nLGTM\n")
@@ -56,7 +56,7 @@ def test_the_cut_agrees_with_the_shared_tool(gold_dir) -> None:  # type: ignore[
 def test_a_batch_line_may_give_created_at_and_a_gold_case_gets_its_bound(tmp_path, taxonomy) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    from bot.dataset import load_gold, read_issues
+    from bot.knowledge.dataset import load_gold, read_issues
 
     batch = tmp_path / "batch.jsonl"
     batch.write_text(json.dumps({"id": "a", "title": "t", "body": "b", "created_at": "2024-03-02"}) + "\n"

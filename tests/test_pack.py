@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.archive import ArchiveError, read_archive
-from bot.dataset import GOLD_FILES
-from bot.domain import Issue
-from bot.engine import Engine, build_engine
-from bot.errors import ConfigError
-from bot.pack import Pack, PackError, build_pack, check_in_step, engine_from_pack, load_pack, pack_path
-from bot.settings import Settings
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Issue
+from bot.core.errors import ConfigError
+from bot.core.settings import Settings
+from bot.knowledge.dataset import GOLD_FILES
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.archive import ArchiveError, read_archive
+from bot.models.engine import Engine, build_engine
+from bot.models.pack import Pack, PackError, build_pack, check_in_step, engine_from_pack, load_pack, pack_path
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 WINDOW = 60
@@ -177,7 +177,7 @@ def test_a_clean_checkout_with_no_shared_data_triages_from_the_pack(tmp_path: Pa
     body = ("Training hangs and then crashes. [Rank 3] Watchdog caught collective operation timeout: "
             "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800 seconds before timing out. "
             "2 nodes x 8 A100, deepspeed 0.14.0, torch 2.2.0")
-    run = subprocess.run([sys.executable, "-m", "bot.cli", "triage", "--title",
+    run = subprocess.run([sys.executable, "-m", "bot.cli.main", "triage", "--title",
                           "[BUG] NCCL watchdog timeout during allreduce with ZeRO-3", "--body", body],
                          cwd=clone, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr

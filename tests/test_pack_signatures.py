@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot.archive import read_archive, write_archive
-from bot.domain import Case, Issue
-from bot.engine import Engine
-from bot.normalise import normalise
-from bot.pack import Pack, PackError, build_pack, engine_from_pack, load_pack, pack_path
-from bot.retrieval import CaseIndex
-from bot.settings import Settings
-from bot.signatures import error_signatures, signature
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Case, Issue
+from bot.core.settings import Settings
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.archive import read_archive, write_archive
+from bot.models.engine import Engine
+from bot.models.pack import Pack, PackError, build_pack, engine_from_pack, load_pack, pack_path
+from bot.models.retrieval import CaseIndex
+from bot.reading.normalise import normalise
+from bot.reading.signatures import error_signatures, signature
 
 NO_KERNEL_IMAGE = "no kernel image is available for execution on the device"
 
@@ -56,7 +56,7 @@ def test_pack_build_with_a_data_directory_writes_the_digests_and_pack_info_count
     env = {**os.environ, "DDL_TRIAGE_STATE_DIR": str(settings.state_dir), "HF_HUB_OFFLINE": "1"}
     build = ["pack", "build", "--data-dir", str(settings.data_dir), "--out", str(out)]
     for args in (build, ["pack", "info", str(out)]):
-        run = subprocess.run([sys.executable, "-m", "bot.cli", *args], capture_output=True, text=True, env=env,
+        run = subprocess.run([sys.executable, "-m", "bot.cli.main", *args], capture_output=True, text=True, env=env,
                              timeout=900)
         assert run.returncode == 0, run.stderr
     info = json.loads(run.stdout)

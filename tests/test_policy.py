@@ -3,15 +3,15 @@ from __future__ import annotations
 import numpy as np
 from sklearn.isotonic import IsotonicRegression
 
-from bot.domain import Case
-from bot.engine import make_queries
-from bot.normalise import normalise
-from bot.policy import Calibrator, decide, fit_calibrator, out_of_fold
-from bot.predictors.base import AxisDistributions, Query, TrainingSet
-from bot.predictors.knn import KnnPredictor
-from bot.retrieval import CaseIndex
-from bot.settings import AXES
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Case
+from bot.core.settings import AXES
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.engine import make_queries
+from bot.models.policy import Calibrator, decide, fit_calibrator, out_of_fold
+from bot.models.predictors.base import AxisDistributions, Query, TrainingSet
+from bot.models.predictors.knn import KnnPredictor
+from bot.models.retrieval import CaseIndex
+from bot.reading.normalise import normalise
 
 
 def test_an_axis_below_its_threshold_abstains_but_keeps_its_ranking() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import PredictorError
-from bot.predictors import base, make_predictor, predictor_names
-from bot.settings import Settings
-from bot.taxonomy import Taxonomy
+from bot.core.errors import PredictorError
+from bot.core.settings import Settings
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.predictors import base, make_predictor, predictor_names
 from tests.test_predictors import fit_and_predict_oom_and_hang
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "predictor-plugin"

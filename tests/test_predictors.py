@@ -3,17 +3,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bot.domain import Case
-from bot.errors import PredictorError
-from bot.normalise import normalise
-from bot.predictors.base import AxisDistributions, Predictor, Query, TrainingSet, make_predictor, predictor_names
-from bot.predictors.fused import FusedLinearPredictor, fuse
-from bot.predictors.knn import KnnPredictor
-from bot.predictors.linear import LinearPredictor
-from bot.predictors.structured import StructuredPredictor
-from bot.retrieval import CaseIndex
-from bot.settings import AXES, Settings
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Case
+from bot.core.errors import PredictorError
+from bot.core.settings import AXES, Settings
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.predictors.base import AxisDistributions, Predictor, Query, TrainingSet, make_predictor, predictor_names
+from bot.models.predictors.fused import FusedLinearPredictor, fuse
+from bot.models.predictors.knn import KnnPredictor
+from bot.models.predictors.linear import LinearPredictor
+from bot.models.predictors.structured import StructuredPredictor
+from bot.models.retrieval import CaseIndex
+from bot.reading.normalise import normalise
 
 LABELS = {"oom": ("out_of_memory", "distributed_feature_tuning"), "hang": ("hang_timeout", "communication_tuning")}
 

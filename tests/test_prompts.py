@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import ConfigError
-from bot.paths import shipped_dir
-from bot.prompts import PromptTemplate, load_prompt
+from bot.core.errors import ConfigError
+from bot.core.paths import shipped_dir
+from bot.knowledge.prompts import PromptTemplate, load_prompt
 
 
 @pytest.mark.parametrize("path", sorted(shipped_dir("prompts").glob("*.yaml")), ids=lambda p: p.name)

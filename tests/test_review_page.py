@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from bot.engine import Engine
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.handlers.feedback import feedback_cases
 from bot.service.review import records
 from bot.service.review.view import render_markdown
-from bot.settings import Settings
 from tests.fake_github import REPO, FakeGitHub, deliver, github_holding, issue_payload, state_of, wait_idle
 from tests.review_helpers import OTHER, browser, csrf_of, other_repo_payload, review_settings, sign_in_with_github
 

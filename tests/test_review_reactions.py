@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.engine import Engine
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.review import records
 from bot.service.review.reactions import read_reactions
-from bot.settings import Settings
 from tests.fake_github import (
     REPO,
     FakeGitHub,

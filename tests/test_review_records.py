@@ -8,12 +8,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.embedding import Embedder
 from bot.memory.index import MemoryIndex
 from bot.memory.labels import LabelModels
 from bot.memory.queries import Memory
 from bot.memory.store import MemoryStore
-from bot.service.queue.jobs import Decision
+from bot.models.embedding import Embedder
+from bot.service.decisions.models import Decision
 from bot.service.queue.store import Store
 from bot.service.retention.erasure import erase_repositories
 from bot.service.retention.policy import prune

@@ -4,7 +4,7 @@ agreement per day and its plot, and the backtest's table."""
 from __future__ import annotations
 
 from bot.memory.backtest import BacktestResult
-from bot.service.queue.jobs import Decision
+from bot.service.decisions.models import Decision
 from bot.service.review.records import Rating
 from bot.service.review.summary import agreement_svg, backtest_html, summarise
 

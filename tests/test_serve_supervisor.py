@@ -76,7 +76,7 @@ def test_one_repository_answering_410_stops_nothing_and_a_killed_worker_comes_ba
 
 def start_serve(github: FakeGitHub, tmp_path: Path, **settings: str) -> tuple[subprocess.Popen[str], int]:
     port = free_port()
-    web = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port), "--workers", "2"],
+    web = subprocess.Popen([sys.executable, "-m", "bot.cli.main", "serve", "--port", str(port), "--workers", "2"],
                            env=serve_environment(github, tmp_path, **settings), stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
     return web, port

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
+from bot.deciding.repo_config import CONFIG_PATH
 from bot.memory.store import MemoryStore
-from bot.repo_config import CONFIG_PATH
-from bot.service.queue.jobs import Decision
+from bot.service.decisions.models import Decision
 from bot.service.queue.store import Store
 from tests.fake_github import REPO, FakeGitHub, github_holding, issue_payload, load_payload
 from tests.memory_helpers import installation_payload, listing_pages, rows_naming

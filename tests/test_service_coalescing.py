@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.engine import Engine
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.queue.store import Store
 from bot.service.queue.upkeep import list_jobs
 from bot.service.retention.policy import prune
-from bot.settings import Settings
 from tests.fake_github import (
     REPO,
     FakeGitHub,
@@ -119,7 +119,7 @@ def test_a_write_that_is_not_due_queues_its_job_for_its_slot_and_the_worker_runs
 
 def test_a_rerun_job_writes_at_its_slot_without_booking_another(tmp_path: Path) -> None:
     from bot.service.errors import WriteDeferred
-    from bot.service.queue.pacing import holding_write_slot, pace_write
+    from bot.service.github.pacing import holding_write_slot, pace_write
 
     store = Store(f"sqlite:///{tmp_path / 'pacing.sqlite3'}")
     pace_write(store, 7, 60.0)  # the installation's first write goes at once

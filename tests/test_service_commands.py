@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from bot.domain import Issue
-from bot.engine import Engine
-from bot.links import issue_html_url
+from bot.comment.links import issue_html_url
+from bot.core.domain import Issue
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.handlers.commands import TriageCommand, parse_command
-from bot.settings import Settings
 from tests.fake_github import (
     REPO,
     FakeGitHub,

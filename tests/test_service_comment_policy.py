@@ -4,6 +4,8 @@ silent triage still stores its decision and still adds the labels the config ena
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -11,12 +13,13 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+import bot.reading.normalise as normalise_module
 from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
-from bot.engine import Engine
-from bot.repo_config import CONFIG_PATH
+from bot.core.settings import Settings
+from bot.deciding.repo_config import CONFIG_PATH
+from bot.models.engine import Engine
+from bot.service.decisions.models import Decision
 from bot.service.github.payloads import github_time, parse_event
-from bot.service.queue.jobs import Decision
-from bot.settings import Settings
 from tests.fake_github import (
     REPO,
     FakeGitHub,
@@ -35,6 +38,7 @@ from tests.fake_llm import FakeChatServer
 NOTHING_TO_ADD = {"title": "Support bf16 optimizer states when offloading",
                   "body": "It would be nice to keep optimizer states in bf16 when they are offloaded to CPU. "
                           "Is this planned?"}
+TIMEOUT_TITLE = load_payload("issues-opened")["issue"]["title"]  # the NCCL timeout the service comments on
 LABELS = "labels:\n  enabled: true\n  axes: [kind]\n  names: {kind: {feature_request: enhancement}}\n"
 
 
@@ -177,3 +181,27 @@ def test_a_configured_llm_writes_the_reading_of_the_posted_comment(app_settings:
             wait_idle(client)
         [comment] = github.bot_comments(REPO, 42)
         assert f"**Next step:** {reading}" in comment["body"] and len(chat.requests) == 1
+
+
+def test_a_triage_reads_the_issue_once_and_the_memory_its_delivery_once(
+        app_settings: Settings, engine: Engine, github: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`normalise` is counted wherever bot/ calls it: the triage (engine, recall, the comment's asks) reads the
+    issue as the API shows it once, and the memory reads the delivery's copy once (record and vector)."""
+    real = normalise_module.normalise
+    calls: Counter[str] = Counter()
+
+    def counting(where: str) -> Any:
+        def normalise(issue: Any, *args: Any, **kwargs: Any) -> Any:
+            if issue.title == TIMEOUT_TITLE:
+                calls[where] += 1
+            return real(issue, *args, **kwargs)
+        return normalise
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("bot.") and getattr(module, "normalise", None) is real:
+            monkeypatch.setattr(module, "normalise", counting(name))
+    with running_service(app_settings, engine) as client:
+        deliver(client, opened(github, 42))
+        assert wait_idle(client) == {"done": 1}
+    assert github.bot_comments(REPO, 42), "the comment was composed (its asks read the report)"
+    assert calls == {"bot.models.engine": 1, "bot.memory.records": 1}

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bot.core.settings import Settings
 from bot.service.queue.store import Store
-from bot.settings import Settings
 from tests.fake_github import REPO, FakeGitHub, Hold, deliver, issue_payload, running_service
 
 LEASE_S = 3.0
@@ -38,7 +38,7 @@ def worker_env(settings: Settings, tmp_path: Path) -> dict[str, str]:
 def worker_process(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     """`ddl-triage worker` as its own process; stopped (SIGTERM, then SIGKILL) if the test has not killed it."""
     with log.open("ab") as out:
-        child = subprocess.Popen([sys.executable, "-c", "from bot.cli import main; main()", "worker"], env=env,
+        child = subprocess.Popen([sys.executable, "-c", "from bot.cli.main import main; main()", "worker"], env=env,
                                  stdout=out, stderr=subprocess.STDOUT)
     try:
         yield child

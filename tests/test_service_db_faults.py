@@ -15,10 +15,10 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
-from bot.engine import Engine
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.queue.recovery import recover_missed
 from bot.service.state import ServiceState
-from bot.settings import Settings
 from tests.fake_github import (
     REPO,
     FakeGitHub,

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from bot.engine import Engine
+from bot.core.settings import Settings
+from bot.deciding.repo_config import CONFIG_PATH
 from bot.memory.store import SyncCursor
-from bot.repo_config import CONFIG_PATH
+from bot.models.engine import Engine
 from bot.service.handlers.config_file import BLOCKED
-from bot.settings import Settings
 from tests.fake_github import (
     REPO,
     FakeGitHub,

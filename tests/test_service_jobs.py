@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from bot.engine import Engine
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.handlers.dispatch import execute_job
 from bot.service.queue.upkeep import list_jobs
-from bot.settings import Settings
 from tests.fake_github import (
     COMMENTS,
     DROP,

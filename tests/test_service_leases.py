@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.engine import Engine
-from bot.service.queue.pacing import reserve_write
+from bot.core.settings import Settings
+from bot.models.engine import Engine
+from bot.service.github.pacing import reserve_write
 from bot.service.queue.store import Store
 from bot.service.queue.upkeep import list_jobs, retry_jobs
 from bot.service.retention.policy import prune
-from bot.settings import Settings
 from tests.fake_github import REPO, FakeGitHub, app_settings_for, deliver, issue_payload, running_service, wait_idle
 from tests.test_service_store import _new_database, postgres_cluster, postgres_server  # noqa: F401  (fixtures)
 

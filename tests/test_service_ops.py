@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot.engine import Engine
-from bot.errors import ConfigError
+from bot.core.errors import ConfigError
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.logs import DeliveryFilter, JsonFormatter
-from bot.settings import Settings
 from tests.fake_github import (
     REPO,
     SECRET,

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import time
 
-from bot.engine import Engine
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.processes import beating
 from bot.service.queue.upkeep import worker_beat
 from bot.service.queue.worker import Worker
 from bot.service.state import Role, build_state
-from bot.settings import Settings
 from tests.fake_github import REPO, FakeGitHub, deliver, issue_payload, running_service, state_of, wait_until
 
 

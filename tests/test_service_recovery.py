@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.engine import Engine
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.queue.recovery import recover_missed
-from bot.settings import Settings
 from tests.fake_github import (
     REPO,
     FakeGitHub,

@@ -21,11 +21,11 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from bot.engine import Engine
-from bot.errors import DataError, TriageError
+from bot.core.errors import DataError, TriageError
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.web.replay import replay_delivery
 from bot.service.web.signature import verify_signature
-from bot.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "examples" / "issue-opened.json"

@@ -6,20 +6,20 @@ from __future__ import annotations
 import pytest
 
 from bot.comment import CommentPolicy
-from bot.domain import AxisPrediction, EnvironmentFacts, TriageResult
-from bot.policy import apply_thresholds
-from bot.repo_config import (
+from bot.core.domain import AxisPrediction, EnvironmentFacts, TriageResult
+from bot.core.settings import AXES, Settings
+from bot.deciding.repo_config import (
     CONFIG_PATH,
     RepoConfig,
     RepoConfigError,
     label_names,
     parse_repo_config,
 )
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.policy import apply_thresholds
 from bot.service.github.credentials import AppCredentials
 from bot.service.github.github_app import GitHubApp
 from bot.service.handlers.config_file import load_repo_config
-from bot.settings import AXES, Settings
-from bot.taxonomy import Taxonomy
 from tests.fake_github import REPO, FakeGitHub
 
 

@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bot.engine import Engine
+from bot.core.settings import Settings
+from bot.core.storage.database import connect_sqlite
+from bot.models.engine import Engine
 from bot.service.handlers.feedback import LearnedCorrections
 from bot.service.retention.erasure import erase_repositories
 from bot.service.retention.policy import RETENTION, prune
-from bot.settings import Settings
-from bot.storage.database import connect_sqlite
 from tests.fake_github import (
     COMMENTS,
     REPO,

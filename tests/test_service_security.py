@@ -17,16 +17,16 @@ from pydantic import SecretStr
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from bot.engine import Engine
-from bot.errors import ConfigError
+from bot.core.errors import ConfigError
+from bot.core.redaction import RedactingFilter, redact
+from bot.core.settings import Settings
+from bot.deciding.shadow import check_exposure
 from bot.memory.store import SyncCursor
-from bot.redaction import RedactingFilter, redact
+from bot.models.engine import Engine
 from bot.service.github.credentials import check_credentials
 from bot.service.logs import configure_logging
 from bot.service.state import open_store
 from bot.service.web.app import create_app
-from bot.settings import Settings
-from bot.shadow import check_exposure
 from tests.fake_github import FAST, OPS_TOKEN, REPO, FakeGitHub, deliver, issue_payload, running_service, state_of
 
 GUARDED = ("/metrics", "/decisions", "/healthz/details", "/openapi.json", "/docs", "/redoc")
@@ -193,5 +193,5 @@ def serve(tmp_path: Path, host: str = "127.0.0.1", **env: str) -> subprocess.Com
     """`ddl-triage serve --shadow` as an operator starts it, with `env` added; expected to stop at start-up."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("DDL_TRIAGE_")}
     base |= {"DDL_TRIAGE_STATE_DIR": str(tmp_path / "state"), "HF_HUB_OFFLINE": "1"} | env
-    return subprocess.run([sys.executable, "-m", "bot.cli", "serve", "--shadow", "--host", host, "--port", "0",
+    return subprocess.run([sys.executable, "-m", "bot.cli.main", "serve", "--shadow", "--host", host, "--port", "0",
                            "--workers", "0"], capture_output=True, text=True, env=base, timeout=120)

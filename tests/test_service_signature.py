@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot.errors import ConfigError
+from bot.core.errors import ConfigError
+from bot.core.settings import Settings
 from bot.service.github.credentials import check_credentials, resolve_private_key
 from bot.service.web.signature import sign_body, verify_signature
-from bot.settings import Settings
 from tests.fake_github import app_private_key
 
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.engine import Engine
+from bot.core.settings import Settings
+from bot.models.engine import Engine
+from bot.service.decisions.models import Decision
 from bot.service.queue.deliveries import NewDelivery
-from bot.service.queue.jobs import Decision
 from bot.service.queue.store import Store
-from bot.settings import Settings
 from tests.fake_github import FakeGitHub, app_settings_for, deliver, issue_payload, running_service, wait_idle
 from tests.services import missing_service
 

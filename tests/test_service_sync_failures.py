@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from bot.engine import Engine
+from bot.core.settings import Settings
 from bot.memory.store import MemoryStore, SyncCursor
+from bot.models.engine import Engine
 from bot.service.handlers.installation import FAILED, RETRY_FIRST_S, pending_repositories, retry_at
-from bot.settings import Settings
 from tests.fake_github import REPO, FakeGitHub, deliver, github_holding, running_service, state_of, wait_until
 from tests.memory_helpers import INSTALLATION, installation_payload, listing_pages
 

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from bot.embedding import EmbeddingCache, text_hash
-from bot.engine import Engine
+from bot.core.settings import Settings
 from bot.memory.records import issue_text
-from bot.settings import Settings
+from bot.models.embedding import EmbeddingCache, text_hash
+from bot.models.engine import Engine
+from bot.service.github.issues import listed_issue
 from tests.fake_github import (
     REPO,
     FakeGitHub,
@@ -54,7 +55,7 @@ def test_removing_a_repository_then_deleting_the_installation_erases_every_row_a
         counts = wait_idle(client)
         assert counts.get("failed") == 1, "a failed job keeps its payload for an operator, until uninstall"
         memory = state_of(client).memory
-        hashes = [text_hash(issue_text(issue)) for issue in github.repos[REPO].issues.values()]
+        hashes = [text_hash(issue_text(listed_issue(issue))) for issue in github.repos[REPO].issues.values()]
         assert memory.store.count(REPO) == 14 and len(state_of(client).store.feedback_cases()) == 1
         assert memory.store.issue(REPO, 42).signatures, "its NCCL line is remembered (memory_signatures), then erased"  # type: ignore[union-attr]
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from bot.comment import has_marker
-from bot.engine import Engine
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.queue.worker import Worker
-from bot.settings import Settings
 from tests.fake_github import (
     COMMENTS,
     REPO,

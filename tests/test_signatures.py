@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from bot.canonical import canonical_message
-from bot.domain import Issue
-from bot.normalise import normalise
-from bot.signatures import KINDS, error_signatures, signature, tells_mechanism
+from bot.core.domain import Issue
+from bot.reading.canonical import canonical_message
+from bot.reading.normalise import normalise
+from bot.reading.signatures import KINDS, error_signatures, signature, tells_mechanism
 
 
 def digests(text: str, kind: str | None = None) -> set[str]:

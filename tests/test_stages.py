@@ -3,9 +3,9 @@ tests, not gold text)."""
 
 from __future__ import annotations
 
-from bot.domain import Issue
-from bot.normalise import normalise
-from bot.stages import StructureVocabulary, frame_phase, issue_tokens
+from bot.core.domain import Issue
+from bot.knowledge.stages import StructureVocabulary, frame_phase, issue_tokens
+from bot.reading.normalise import normalise
 
 DEEPSPEED_CONFIG_ASSERT = """\
 Traceback (most recent call last):

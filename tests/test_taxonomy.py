@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.errors import ConfigError
-from bot.taxonomy import load_taxonomy, load_taxonomy_file, taxonomy_files
+from bot.core.errors import ConfigError
+from bot.knowledge.taxonomy import load_taxonomy, load_taxonomy_file, taxonomy_files
 
 
 @pytest.mark.parametrize("path", taxonomy_files(), ids=lambda p: p.name)

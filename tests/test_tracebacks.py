@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.frames import guess_module
-from bot.tracebacks import parse_failure
+from bot.reading.frames import guess_module
+from bot.reading.tracebacks import parse_failure
 
 DEEPSPEED_OOM = """\
 [2025-03-04 09:12:44,101] [INFO] [engine.py:1201:_configure_optimizer] Using DeepSpeed Optimizer param name adamw

@@ -25,8 +25,8 @@ from bot.comment.precedents import (
 )
 from bot.comment.reading import write_reading
 from bot.comment.rows import Row, render_rows, select_rows
-from bot.domain import Diagnosis, EnvironmentFacts, Issue, TriageResult
-from bot.facts import (
+from bot.core.domain import Diagnosis, EnvironmentFacts, Issue, TriageResult
+from bot.knowledge.facts import (
     MAX_ASKED,
     NEEDS_DETAILS_FACTS,
     NON_BUG_KINDS,
@@ -36,9 +36,10 @@ from bot.facts import (
     missing_facts,
     proposes_own_fix,
 )
-from bot.llm.base import ChatModel
-from bot.signatures import tells_mechanism
-from bot.taxonomy import Taxonomy
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.llm.base import ChatModel
+from bot.reading.normalise import NormalisedIssue
+from bot.reading.signatures import tells_mechanism
 
 NEEDS_DETAILS = "This report does not say enough yet for a suggestion. Please add:"
 BARE_READING = 0.8  # a bare report's top symptom this sure chooses its asks (tests/test_comment.py)
@@ -80,9 +81,10 @@ class CommentPlan:
         return frozenset(p.link for p in [*self.precedents, *self.asked_before] if p.link.startswith("#"))
 
 
-def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy, issue: Issue | None = None
-                 ) -> CommentPlan:
-    """Choose what to say. Without the issue (its text and repository) the engine's own asks are used."""
+def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy, issue: Issue | None = None,
+                 normalised: NormalisedIssue | None = None) -> CommentPlan:
+    """Choose what to say. Without the issue (its text and repository) the engine's own asks are used; with the
+    issue as the triage read it (`normalised`) its text is not read again."""
     own_repo = issue.repo if issue else next((r.repo for r in result.related), None)
     own_number = (issue.number or number_in_repo(issue.id, issue.url, own_repo)) if issue else None
     scope = Scope(own_repo=own_repo, own_number=own_number,
@@ -104,7 +106,7 @@ def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy
     if issue is not None:
         asks = missing_facts(issue, result.environment, taxonomy, result.label("kind"), _asked_symptom(result),
                              diagnoses=result.diagnoses, needs_details=result.needs_details,
-                             stage=result.label("stage"))
+                             stage=result.label("stage"), report=normalised.report if normalised else None)
     else:  # the engine's own asks (a bare report has none there: it gets the two a bare report needs)
         asks = list(NEEDS_DETAILS_FACTS) if result.needs_details else result.missing_facts[:MAX_ASKED]
     if diagnosis is not None:  # what the next step already tells them to run and post is not asked twice
@@ -166,14 +168,16 @@ def compose_comment(issue: Issue, result: TriageResult, taxonomy: Taxonomy, poli
 
 
 def compose(issue: Issue, result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy, *,
-            author_association: str | None = None, chat: ChatModel | None = None) -> tuple[CommentPlan, str | None]:
-    """The plan and the markdown (None: silent); the benchmarks read the plan, the bot posts the markdown."""
-    plan = plan_comment(result, taxonomy, policy, issue)
+            author_association: str | None = None, chat: ChatModel | None = None,
+            normalised: NormalisedIssue | None = None) -> tuple[CommentPlan, str | None]:
+    """The plan and the markdown (None: silent); the benchmarks read the plan, the bot posts the markdown.
+    `normalised` is the issue as the triage read it (`Engine.read_and_triage`), so it is not read again."""
+    plan = plan_comment(result, taxonomy, policy, issue, normalised)
     if not should_comment(plan.substance, policy, author_association):
         return plan, None
     if chat is not None and plan.reasons:
         reading = write_reading(chat, issue, render_precedents(plan.precedents),
-                                [plan.diagnosis] if plan.diagnosis else [], plan.references)
+                                [plan.diagnosis] if plan.diagnosis else [], plan.references, normalised)
         if reading:
             plan = replace(plan, reading=reading)
     return plan, render_plan(plan, result, taxonomy)

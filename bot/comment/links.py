@@ -4,7 +4,8 @@ GitHub turns a plain issue URL or `owner/repo#N` in a comment into a cross-refer
 event on the linked issue. A triage bot that cites DeepSpeed's issues from every Megatron-LM issue would spam
 DeepSpeed's threads. So an issue of another repository is linked through GitHub's redirect host (as
 Dependabot does), with link text that is not itself a reference ("DeepSpeed #1234"); an issue of the
-repository the comment is posted on stays a plain `#N`, where the cross-reference is wanted.
+repository the comment is posted on stays a plain `#N`, where the cross-reference is wanted. And the web address
+of an issue from the API base URL (`issue_html_url`), for the memory's related issues and the review page too.
 """
 
 from __future__ import annotations
@@ -71,3 +72,10 @@ def number_in_repo(case_id: str, url: str | None, repo: str | None) -> int | Non
     if found and same_repo(found.group(1), repo):
         return int(found.group(found.lastindex or 0))
     return None
+
+
+def issue_html_url(api_url: str, repo: str, number: int) -> str:
+    """The web address of an issue, from the API base URL (github.com or GitHub Enterprise Server)."""
+    base = api_url.rstrip("/")
+    web = "https://github.com" if base == "https://api.github.com" else base.removesuffix("/api/v3")
+    return f"{web}/{repo}/issues/{number}"

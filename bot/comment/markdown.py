@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import re
 
-from bot.domain import TriageResult
-from bot.settings import AXES
+from bot.core.domain import TriageResult
+from bot.core.settings import AXES
 
 MARKER_PREFIX = "<!-- ddl-triage v1"
 MARKER_PATTERN = re.compile(r"<!-- ddl-triage v1\b[^>]*-->")

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.settings import AXES, Settings
+from bot.core.settings import AXES, Settings
 
 CommentMode = Literal["useful", "always", "never"]
 # GitHub's author_association values of people who run the repository: they triage their own issues.

@@ -19,8 +19,8 @@ from datetime import datetime
 
 from bot.comment.links import case_link, repo_of, same_repo
 from bot.comment.markdown import code_span, escape_markdown
-from bot.domain import Neighbour, RelatedIssue
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Neighbour, RelatedIssue
+from bot.knowledge.taxonomy import Taxonomy
 
 MAX_PRECEDENTS = 3
 POSSIBLE_DUPLICATE = "open: possible duplicate"

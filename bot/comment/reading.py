@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 import re
 
-from bot.domain import Diagnosis, Issue
-from bot.llm.base import ChatModel, Message, make_chat_model
-from bot.normalise import normalise
-from bot.prompts import load_prompt
-from bot.settings import Settings
+from bot.core.domain import Diagnosis, Issue
+from bot.core.settings import Settings
+from bot.knowledge.prompts import load_prompt
+from bot.models.llm.base import ChatModel, Message, make_chat_model
+from bot.reading.normalise import NormalisedIssue, normalise
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +58,11 @@ def validate_reading(answer: str, references: frozenset[str]) -> str:
 
 
 def write_reading(chat: ChatModel, issue: Issue, precedent_lines: list[str], diagnoses: list[Diagnosis],
-                  references: frozenset[str]) -> str | None:
-    """The model's reading, validated; None (the diagnosis's text stands) on any failure."""
+                  references: frozenset[str], normalised: NormalisedIssue | None = None) -> str | None:
+    """The model's reading, validated; None (the diagnosis's text stands) on any failure. `normalised`: the
+    issue as the triage read it (else it is read here)."""
     prompt = load_prompt(READING_PROMPT)
-    normalised = normalise(issue)
+    normalised = normalised or normalise(issue)
     system, user = prompt.render(
         title=normalised.title, body=normalised.body[:MAX_PROMPT_BODY],
         precedents="\n".join(precedent_lines) or "(none)",

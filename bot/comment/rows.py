@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.comment.precedents import Precedent
-from bot.domain import Diagnosis, TriageResult
-from bot.facts import NON_BUG_KINDS
-from bot.taxonomy import Taxonomy
+from bot.core.domain import Diagnosis, TriageResult
+from bot.knowledge.facts import NON_BUG_KINDS
+from bot.knowledge.taxonomy import Taxonomy
 
 CORRECTED = "set by a maintainer"
 

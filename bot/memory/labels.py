@@ -60,7 +60,7 @@ class LabelModel:
         model = cls(np.asarray(vectors, dtype=np.float32), labels, _membership(issues, labels))
         if not labels or len(issues) < 2:
             return model.keeping([])
-        held_out = _held_out(issues, counts)
+        held_out = held_out_rows(issues, counts)
         scores = model._scores(model.vectors[held_out], held_out=held_out)
         for j, name in enumerate(labels):
             truth = model.has[held_out, j] > 0
@@ -129,7 +129,7 @@ def _threshold_for(scores: np.ndarray, truth: np.ndarray, target: float) -> tupl
     return None, 0.0
 
 
-def _held_out(issues: list[MemoryIssue], counts: Counter[str], limit: int = MAX_HELD_OUT) -> np.ndarray:
+def held_out_rows(issues: list[MemoryIssue], counts: Counter[str], limit: int = MAX_HELD_OUT) -> np.ndarray:
     """The rows whose leave-one-out votes choose the thresholds: every row when there are at most `limit`;
     else every example of the rarer labels first (so each label keeps its support), then a fixed-seed sample."""
     if len(issues) <= limit:

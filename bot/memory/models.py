@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from bot.domain import ErrorSignature
+from bot.core.domain import ErrorSignature
+
+
+class ListedIssue(BaseModel):
+    """An issue or pull request as GitHub lists it (REST listing or webhook payload), in the fields the memory
+    reads; GitHub's JSON is read into it in `bot/service/github/issues.py` only."""
+
+    model_config = ConfigDict(frozen=True)
+
+    number: int
+    title: str = ""
+    body: str = ""
+    state: str = "open"
+    state_reason: str | None = None
+    labels: tuple[str, ...] = ()
+    is_pull_request: bool = False
+    created_at: float | None = None  # seconds since the epoch
+    closed_at: float | None = None
+    updated_at: float | None = None
 
 
 class MemoryIssue(BaseModel):

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bot.domain import Issue, TriageResult
-from bot.embedding import Embedder
-from bot.engine import Engine
+from bot.core.domain import Issue, TriageResult
+from bot.deciding.repo_config import RepoConfig
 from bot.memory.index import MemoryIndex
-from bot.normalise import normalise
-from bot.policy import decide
-from bot.repo_config import RepoConfig
+from bot.models.embedding import Embedder
+from bot.models.engine import Engine
+from bot.models.policy import decide
+from bot.reading.normalise import normalise
 
 OVERRIDE_FLOOR = 0.90  # cosine; below this a labelled issue of the repository is evidence, not an override
 

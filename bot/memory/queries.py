@@ -11,14 +11,14 @@ from typing import Protocol
 
 import numpy as np
 
-from bot.domain import ErrorSignature, Neighbour, RelatedIssue, TriageResult
-from bot.links import issue_html_url
+from bot.comment.links import issue_html_url
+from bot.core.domain import ErrorSignature, Neighbour, RelatedIssue, TriageResult
+from bot.core.settings import Settings
 from bot.memory.index import MemoryIndex
 from bot.memory.labels import LabelModel, LabelModels
 from bot.memory.store import MemoryIssue, MemoryStore
 from bot.memory.titles import cache_title, cached_title
-from bot.settings import Settings
-from bot.signatures import MATCHING_KINDS
+from bot.reading.signatures import MATCHING_KINDS
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bot.domain import ErrorSignature
+from bot.core.domain import ErrorSignature
 
 
 def replace_signatures(run: Any, repo: str, number: int, signatures: Iterable[ErrorSignature]) -> None:

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from bot.domain import ErrorSignature
-from bot.errors import ConfigError
+from bot.core.domain import ErrorSignature
+from bot.core.errors import ConfigError
+from bot.core.storage.database import connect_postgres, connect_sqlite, live_postgres, transaction
+from bot.core.storage.erasures import erased_since
 from bot.memory.models import MemoryIssue, SyncCursor
 from bot.memory.signature_rows import replace_signatures, sharing_numbers, stored_signatures
 from bot.memory.tables import create_memory_tables
-from bot.storage.database import connect_postgres, connect_sqlite, live_postgres, transaction
-from bot.storage.erasures import erased_since
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # numbers, creation times, vectors (one row per issue)
 CURSOR_COLUMNS = "repo, installation_id, page, synced, status, since, error, started_at, updated_at"

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from bot.embedding import Embedder
-from bot.memory.records import embed_records, memory_issue, timestamp
+from bot.memory.models import ListedIssue
+from bot.memory.records import memory_record
 from bot.memory.store import MemoryStore, SyncCursor
+from bot.models.embedding import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ class IssueReader(Protocol):
     """The reads a sync needs (the service's InstallationClient has them)."""
 
     def list_issues_page(self, repo: str, page: int, per_page: int = PER_PAGE, since: datetime | None = None
-                         ) -> list[dict[str, object]]: ...
+                         ) -> list[ListedIssue]: ...
 
     def closing_reference(self, repo: str, number: int) -> tuple[str | None, int | None]: ...
 
@@ -108,25 +109,26 @@ def sync_repository(client: IssueReader, store: MemoryStore, embedder: Embedder,
 
 
 def store_page(client: IssueReader, store: MemoryStore, embedder: Embedder, repo: str,
-               items: list[dict[str, object]], before_request: Callable[[], None],
+               items: list[ListedIssue], before_request: Callable[[], None],
                unless_erased_since: float | None = None) -> None:
     """Store one page's issues, each closed one with what closed it (a timeline read, `before_request` first).
     Issues stored at least as fresh as the listing are skipped; when `before_request` raises, the issues read
     so far are stored first, so the page's next reading goes on from there."""
-    fresh = store.fresh(repo, {int(str(d["number"])): timestamp(d.get("updated_at")) for d in items})
-    todo = [d for d in items if int(str(d["number"])) not in fresh]
+    fresh = store.fresh(repo, {d.number: d.updated_at for d in items})
+    todo = [d for d in items if d.number not in fresh]
     records = []
     try:
         for data in todo:
             closed_by, duplicate_of = None, None
-            if data.get("state") == "closed" and not data.get("pull_request"):
+            if data.state == "closed" and not data.is_pull_request:
                 before_request()
-                closed_by, duplicate_of = client.closing_reference(repo, int(str(data["number"])))
-            records.append(memory_issue(repo, data, closed_by, duplicate_of))
+                closed_by, duplicate_of = client.closing_reference(repo, data.number)
+            records.append(memory_record(repo, data, closed_by, duplicate_of))
     finally:
         if records:
-            done = todo[:len(records)]
-            store.upsert(list(zip(records, embed_records(embedder, done), strict=True)), unless_erased_since)
+            vectors = embedder.embed([text for _, text in records])
+            store.upsert([(record, vector) for (record, _), vector in zip(records, vectors, strict=True)],
+                         unless_erased_since)
 
 
 def mind_the_rate_limit(client: IssueReader, repo: str, wait_for_reset: bool,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.storage.erasures import create_erasure_table
-from bot.storage.schema import create_tables
+from bot.core.storage.erasures import create_erasure_table
+from bot.core.storage.schema import create_tables
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_issues (

@@ -18,14 +18,14 @@ from pathlib import Path
 
 from github import Auth, Github
 
-from bot.errors import ConfigError
+from bot.core.errors import ConfigError
+from bot.core.settings import Settings
+from bot.deciding.shadow import credentials_required, service_shadow
 from bot.service.github.client import InstallationClient, client_options
 from bot.service.github.payloads import parse_event
 from bot.service.handlers.context import JobContext
 from bot.service.handlers.dispatch import ROUTER
 from bot.service.state import Role, build_state
-from bot.settings import Settings
-from bot.shadow import credentials_required, service_shadow
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.errors import TriageError
+from bot.core.errors import TriageError
 
 
 class ServiceError(TriageError):

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from bot.redaction import install_redaction, redact
-from bot.settings import Settings
+from bot.core.redaction import install_redaction, redact
+from bot.core.settings import Settings
 
 delivery_var: ContextVar[str | None] = ContextVar("delivery", default=None)
 

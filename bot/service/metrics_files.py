@@ -17,8 +17,8 @@ import socket
 import sys
 from pathlib import Path
 
-from bot.errors import ConfigError
-from bot.settings import Settings
+from bot.core.errors import ConfigError
+from bot.core.settings import Settings
 
 MULTIPROC_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 

@@ -17,6 +17,8 @@ from types import FrameType
 
 import uvicorn
 
+from bot.core.settings import Settings
+from bot.deciding.shadow import check_exposure
 from bot.service.logs import configure_logging
 from bot.service.metrics_files import join_shared_metrics
 from bot.service.queue.upkeep import worker_beat
@@ -32,8 +34,6 @@ from bot.service.state import (
 )
 from bot.service.supervisor import ERROR, READY, Supervisor
 from bot.service.web.app import create_app
-from bot.settings import Settings
-from bot.shadow import check_exposure
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from bot.storage.schema import create_tables
+from bot.core.storage.schema import create_tables
 
 if TYPE_CHECKING:  # the store creates this table with its own (`queue/store.py` imports SCHEMA from here)
     from bot.service.queue.store import Store

@@ -13,22 +13,22 @@ from enum import StrEnum
 from functools import partial
 
 from bot.comment.reading import reading_model
-from bot.domain import Issue
-from bot.engine import Engine, build_engine
-from bot.errors import ConfigError
-from bot.llm.base import ChatModel, make_chat_model
-from bot.llm.local_transformers import resolve_local_model
+from bot.core.domain import Issue
+from bot.core.errors import ConfigError
+from bot.core.redaction import redact
+from bot.core.settings import Settings
+from bot.deciding.shadow import service_shadow
 from bot.memory.queries import Memory
-from bot.redaction import redact
+from bot.models.engine import Engine, build_engine
+from bot.models.llm.base import ChatModel, make_chat_model
+from bot.models.llm.local_transformers import resolve_local_model
 from bot.service.github.credentials import check_credentials
 from bot.service.github.github_app import GitHubApp
+from bot.service.github.pacing import SharedPause, pace_write
 from bot.service.handlers.feedback import LearnedCorrections
 from bot.service.metrics import Metrics
-from bot.service.queue.pacing import SharedPause, pace_write
 from bot.service.queue.store import Store
 from bot.service.web.intake import Intake
-from bot.settings import Settings
-from bot.shadow import service_shadow
 
 log = logging.getLogger(__name__)
 

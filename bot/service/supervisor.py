@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from bot.errors import ConfigError
+from bot.core.errors import ConfigError
 from bot.service.metrics_files import forget_process
 
 log = logging.getLogger(__name__)
@@ -145,8 +145,8 @@ class Supervisor:
 
     def _spawn(self, slot: Slot) -> None:
         read_end, write_end = os.pipe()
-        command = [sys.executable, "-c", "from bot.cli import main; main()", "worker", "--report-fd", str(write_end),
-                   "--parent", str(os.getpid()), "--nice", str(self._niceness)]
+        command = [sys.executable, "-c", "from bot.cli.main import main; main()", "worker",
+                   "--report-fd", str(write_end), "--parent", str(os.getpid()), "--nice", str(self._niceness)]
         try:
             slot.process = subprocess.Popen(command, env=self._env, pass_fds=(write_end,))
         finally:

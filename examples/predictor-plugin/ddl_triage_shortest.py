@@ -1,8 +1,8 @@
 """A ddl-triage predictor in its own package: the label of the nearest case, on every axis."""
 
-from bot.predictors import Predictor, Query, TrainingSet
-from bot.predictors.base import AxisDistributions, normalise_distribution
-from bot.settings import AXES, Settings
+from bot.core.settings import AXES, Settings
+from bot.models.predictors import Predictor, Query, TrainingSet
+from bot.models.predictors.base import AxisDistributions, normalise_distribution
 
 
 class NearestCase(Predictor):

@@ -12,9 +12,11 @@ from github import Github
 from github.IssueComment import IssueComment
 
 from bot.comment import has_marker
-from bot.domain import Issue
+from bot.core.domain import Issue
+from bot.memory.models import ListedIssue
 from bot.service.errors import NotFound, PermanentGitHubError, RateLimited
 from bot.service.github.api_errors import github_errors
+from bot.service.github.issues import listed_issue
 from bot.service.github.models import Comment, IssueSnapshot, PostedComment
 from bot.service.github.payloads import github_time
 
@@ -22,7 +24,7 @@ TIMEOUT_S = 15
 
 
 class InstallationPause(Protocol):
-    """The installation's rate-limit pause, shared by every process (`queue/pacing.py`)."""
+    """The installation's rate-limit pause, shared by every process (`github/pacing.py`)."""
 
     def remaining(self) -> float: ...
 
@@ -180,7 +182,7 @@ class InstallationClient:
     # --- the repository memory's reads (history sync, live updates, installation repositories) -------------
 
     def list_issues_page(self, repo: str, page: int, per_page: int = 100, since: datetime | None = None
-                         ) -> list[dict[str, Any]]:
+                         ) -> list[ListedIssue]:
         """One page (1-based) of the repository's issues and pull requests, all states, oldest first: one
         request (the listed objects' `raw_data` would read each issue again, 100 requests a page)."""
         params: dict[str, Any] = {"state": "all", "sort": "created", "direction": "asc", "per_page": per_page,
@@ -190,7 +192,7 @@ class InstallationClient:
                 "%Y-%m-%dT%H:%M:%SZ")
         with self._calling(f"list issues of {repo}, page {page}"):
             _headers, data = self._gh.requester.requestJsonAndCheck("GET", f"/repos/{repo}/issues", parameters=params)
-        return [item for item in data if isinstance(item, dict)] if isinstance(data, list) else []
+        return [listed_issue(item) for item in data if isinstance(item, dict)] if isinstance(data, list) else []
 
     def closing_reference(self, repo: str, number: int) -> tuple[str | None, int | None]:
         """What closed an issue according to its timeline: ("#PR" or a commit sha, duplicate-of number)."""

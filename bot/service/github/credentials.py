@@ -6,9 +6,9 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.errors import ConfigError
-from bot.settings import Settings
-from bot.shadow import credentials_required, unsigned_deliveries_allowed
+from bot.core.errors import ConfigError
+from bot.core.settings import Settings
+from bot.deciding.shadow import credentials_required, unsigned_deliveries_allowed
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ class GitHubApp:
     def pace_with(self, pace: Callable[[int, float], None]) -> None:
         """Pace writes with `pace(installation, interval)`, which returns when the write may go or raises to
         defer the job (a booking in the shared database, so every replica's writes to one installation are
-        paced together; see `queue/pacing.py`)."""
+        paced together; see `github/pacing.py`)."""
         self._pace = pace
 
     def pause_with(self, pauses: Callable[[int], InstallationPause]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from bot.domain import Issue
+from bot.core.domain import Issue
 
 
 class Comment(BaseModel):

@@ -1,11 +1,14 @@
-"""Webhook payloads: GitHub's JSON shapes parsed into domain events, every field checked for type and range."""
+"""Webhook payloads: GitHub's JSON shapes parsed into domain events, every field checked for type and range; and
+the fields the service reads of a stored delivery (its repositories, installation, a transfer's target). The
+issue JSON the memory keeps is read in `issues.py`. No other package reads GitHub's JSON."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.domain import Issue
+from bot.core.domain import Issue
 from bot.service.errors import MalformedPayload, PayloadFieldError
 from bot.service.github.models import Comment, WebhookEvent
 
@@ -117,3 +120,67 @@ def _label_names(labels: object) -> list[str]:
     if not isinstance(labels, list):
         return []
     return [str(label["name"]) for label in labels if isinstance(label, dict) and "name" in label]
+
+
+REPO_LISTS = ("repositories", "repositories_added", "repositories_removed")  # an installation delivery's lists
+REPARSE_FIELDS = ("action", "installation", "sender")  # what parsing an installation delivery again needs
+
+
+def repository_names(payload: dict[str, Any], key: str) -> list[str]:
+    """The full names an installation payload lists under `key` (one of REPO_LISTS)."""
+    return [str(r["full_name"]) for r in payload.get(key) or [] if isinstance(r, dict) and "full_name" in r]
+
+
+def added_repositories(event: str, payload: dict[str, Any]) -> list[str]:
+    """The repositories an `installation` (all it lists) or `installation_repositories` delivery adds."""
+    return repository_names(payload, "repositories" if event == "installation" else "repositories_added")
+
+
+def removed_repositories(event: str, payload: dict[str, Any]) -> list[str]:
+    """The repositories an `installation` (deleted: all it lists) or `installation_repositories` delivery
+    removes."""
+    return repository_names(payload, "repositories" if event == "installation" else "repositories_removed")
+
+
+def reparse_fields(payload: dict[str, Any]) -> dict[str, Any]:
+    """Only what parsing the delivery again needs (action, installation, sender): no repository, no text."""
+    sender = payload.get("sender") or {}
+    return {"action": payload.get("action", ""), "installation": payload.get("installation"),
+            "sender": {"login": sender.get("login", ""), "type": sender.get("type", "User")}}
+
+
+def transfer_target(payload: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """An `issues.transferred` delivery's new repository (its full name, "" when absent) and the issue's JSON
+    there (None when absent)."""
+    changes = payload.get("changes") or {}
+    new_issue = changes.get("new_issue")
+    return full_name(changes.get("new_repository")), new_issue if isinstance(new_issue, dict) else None
+
+
+def named_repositories(payload_text: str) -> set[str]:
+    """The repositories a stored delivery is about: its repository, an installation's lists, a transfer's
+    target (none for text that is not a JSON object)."""
+    try:
+        data = json.loads(payload_text)
+    except ValueError:
+        return set()
+    if not isinstance(data, dict):
+        return set()
+    names = {full_name(data.get("repository"))}
+    for key in REPO_LISTS:
+        names |= {full_name(item) for item in data.get(key) or [] if isinstance(data.get(key), list)}
+    changes = data.get("changes")
+    if isinstance(changes, dict):
+        names.add(full_name(changes.get("new_repository")))
+    return names - {""}
+
+
+def installation_of(payload_text: str) -> int | None:
+    """The installation id of a stored delivery, None when it names none."""
+    installation: Any = (json.loads(payload_text).get("installation") or {}).get("id")
+    return installation if isinstance(installation, int) else None
+
+
+def full_name(value: object) -> str:
+    """A repository object's `full_name` ("" when it is not one)."""
+    return str(value.get("full_name") or "") if isinstance(value, dict) else ""

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import logging
 
-from bot.repo_config import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
+from bot.deciding.repo_config import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
+from bot.knowledge.taxonomy import Taxonomy
 from bot.service.errors import PermanentGitHubError
 from bot.service.github.client import InstallationClient
 from bot.service.handlers.context import JobContext
 from bot.service.repo_errors import clear_config_errors, record_config_error
 from bot.service.retention.erasure import forget_payload
-from bot.taxonomy import Taxonomy
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.engine import Engine
+from bot.models.engine import Engine
 from bot.service.github.client import InstallationClient
 from bot.service.state import ServiceState
 

@@ -6,14 +6,14 @@ import logging
 import threading
 from typing import Any
 
-from bot.domain import Case
-from bot.engine import Engine
-from bot.links import issue_html_url
+from bot.comment.links import issue_html_url
+from bot.core.domain import Case
+from bot.core.settings import AXES
+from bot.core.storage.erasures import erasures_after, repo_key
+from bot.knowledge.taxonomy import Taxonomy
+from bot.models.engine import Engine
 from bot.service.github.models import WebhookEvent
 from bot.service.queue.store import Store
-from bot.settings import AXES
-from bot.storage.erasures import erasures_after, repo_key
-from bot.taxonomy import Taxonomy
 
 log = logging.getLogger(__name__)
 

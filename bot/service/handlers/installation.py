@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any
 
+from bot.deciding.repo_config import RepoConfigError
 from bot.memory.store import MemoryStore, SyncCursor
 from bot.memory.sync import PageBudget, ReadsExhausted, sync_repository
-from bot.repo_config import RepoConfigError
 from bot.service.errors import PermanentGitHubError, RateLimited, RetryLater, TransientGitHubError
 from bot.service.github.models import WebhookEvent
+from bot.service.github.payloads import added_repositories, removed_repositories, reparse_fields
 from bot.service.handlers.config_file import checked_config
 from bot.service.handlers.context import JobContext, payload_of
 from bot.service.handlers.router import Router
@@ -47,7 +47,7 @@ def handle_installed(ctx: JobContext, event: WebhookEvent) -> str:
     assert event.installation_id is not None  # parse_event requires it of an installation delivery
     if SLICE not in ctx.delivery_id:  # the installation's own delivery: its repositories join the queue
         payload = payload_of(ctx)
-        repos = repo_names(payload, "repositories" if event.event == "installation" else "repositories_added")
+        repos = added_repositories(event.event, payload)
         if not repos:  # "all repositories" installations may list none in the payload
             repos = ctx.client.installation_repositories()
         queue_repositories(memory.store, repos, event.installation_id)
@@ -136,7 +136,7 @@ def queue_continuation(ctx: JobContext, event: WebhookEvent, progress: int) -> N
     """The next slice as a delivery of its own. Its id names the progress so far: a retried job that made no
     progress queues nothing twice; its payload names no repository (they wait in the sync table)."""
     root = ctx.delivery_id.split(SLICE)[0]
-    payload = {key: value for key, value in payload_of(ctx).items() if key in ("action", "installation", "sender")}
+    payload = reparse_fields(payload_of(ctx))
     ctx.state.store.record_delivery(f"{root}{SLICE}{progress}", event.event, event.action, json.dumps(payload),
                                     event.issue_key)
     ctx.state.wake_worker.set()
@@ -150,7 +150,7 @@ def handle_uninstalled(ctx: JobContext, event: WebhookEvent) -> str:
     client is never used: GitHub refuses a token for a deleted installation."""
     payload = payload_of(ctx)
     deleted = event.event == "installation"
-    repos = set(repo_names(payload, "repositories" if deleted else "repositories_removed"))
+    repos = set(removed_repositories(event.event, payload))
     memory = ctx.state.memory
     if deleted:  # every repository this installation synced, whether or not the payload lists it
         repos |= {c.repo for c in memory.store.cursors() if c.installation_id == event.installation_id}
@@ -158,8 +158,3 @@ def handle_uninstalled(ctx: JobContext, event: WebhookEvent) -> str:
                                 event.installation_id, whole_installation=deleted)
     log.info("%d uninstalled repositories erased", len(repos), extra=erased)
     return f"{len(repos)} repositories erased"
-
-
-def repo_names(payload: dict[str, Any], key: str) -> list[str]:
-    """The full names an installation payload lists under `key`."""
-    return [str(r["full_name"]) for r in payload.get(key) or [] if isinstance(r, dict) and "full_name" in r]

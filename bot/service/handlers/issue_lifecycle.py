@@ -8,9 +8,11 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from bot.memory.records import embed_records, memory_issue
+from bot.memory.records import memory_record
 from bot.service.errors import NotFound, PermanentGitHubError
+from bot.service.github.issues import listed_issue
 from bot.service.github.models import WebhookEvent
+from bot.service.github.payloads import transfer_target
 from bot.service.handlers.config_file import usable_config
 from bot.service.handlers.context import JobContext, payload_of
 from bot.service.handlers.router import Router
@@ -23,15 +25,16 @@ router = Router()
 
 def remember_issue(ctx: JobContext, repo: str, data: dict[str, Any]) -> None:
     """Upsert one issue JSON into the memory (with what closed it, when it is closed and a client can tell)."""
+    issue = listed_issue(data)
     closed_by = duplicate_of = None
-    if data.get("state") == "closed" and ctx.client is not None:
+    if issue.state == "closed" and ctx.client is not None:
         try:
-            closed_by, duplicate_of = ctx.client.closing_reference(repo, int(data["number"]))
+            closed_by, duplicate_of = ctx.client.closing_reference(repo, issue.number)
         except (NotFound, PermanentGitHubError) as exc:
-            log.warning("timeline of %s#%s not read: %s", repo, data["number"], exc)
+            log.warning("timeline of %s#%s not read: %s", repo, issue.number, exc)
     # Through the index: the issue joins the loaded matrix, so the next search reloads nothing.
-    ctx.state.memory.index.save([(memory_issue(repo, data, closed_by, duplicate_of),
-                                  embed_records(ctx.engine.embedder, [data])[0])], unless_erased_since=ctx.started_at)
+    record, text = memory_record(repo, issue, closed_by, duplicate_of)
+    ctx.state.memory.index.save([(record, ctx.engine.embedder.embed([text])[0])], unless_erased_since=ctx.started_at)
 
 
 @router.register("issues", "closed", "labeled", "unlabeled")
@@ -58,11 +61,9 @@ def handle_issue_transferred(ctx: JobContext, event: WebhookEvent) -> str:
     work there: a config that cannot be read keeps the issue out (fail closed)."""
     memory = ctx.state.memory
     memory.store.delete_issue(event.repo, event.number)
-    changes = payload_of(ctx).get("changes") or {}
-    new_repo = str((changes.get("new_repository") or {}).get("full_name") or "")
-    new_issue = changes.get("new_issue")
+    new_repo, new_issue = transfer_target(payload_of(ctx))
     target = memory.store.cursor(new_repo) if new_repo else None
-    if target is None or not isinstance(new_issue, dict):
+    if target is None or new_issue is None:
         return "memory updated (transferred)"
     try:
         as_target = acting_for(ctx, target.installation_id, event.installation_id)

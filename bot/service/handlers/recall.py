@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.domain import Issue, TriageResult
+from bot.core.domain import TriageResult
+from bot.deciding.repo_config import RepoConfig
 from bot.memory.overrides import blend, corrected_examples, labelled_examples
 from bot.memory.queries import related_issues, repo_label_suggestions, with_titles
-from bot.normalise import normalise
-from bot.repo_config import RepoConfig
+from bot.reading.normalise import NormalisedIssue
 from bot.service.errors import NotFound, PermanentGitHubError
 from bot.service.github.client import InstallationClient
 from bot.service.handlers.context import JobContext
@@ -21,13 +21,13 @@ class Recalled:
     repo_labels: list[tuple[str, float]]  # the repository's own labels its label model suggests
 
 
-def recall(ctx: JobContext, repo: str, number: int, issue: Issue, result: TriageResult,
+def recall(ctx: JobContext, repo: str, number: int, normalised: NormalisedIssue, result: TriageResult,
            config: RepoConfig) -> Recalled:
     """The result with this repository's labelled memory blended in, its related issues, and the pack
-    neighbours' titles and states; and the repository's own labels suggested for the issue."""
+    neighbours' titles and states; and the repository's own labels suggested for the issue (as the engine
+    read it: `normalised`)."""
     memory = ctx.state.memory
     settings = ctx.state.settings
-    normalised = normalise(issue)
     vector = ctx.engine.embedder.embed([normalised.text])[0]  # a cache hit: the engine embedded it
     examples = [*corrected_examples(ctx.engine.embedder, vector, ctx.state.store.feedback_cases(repo=repo), repo,
                                     number),

@@ -12,17 +12,18 @@ from pydantic import BaseModel
 
 from bot.comment import compose, silence_reason
 from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
-from bot.decision import Plan, plan_response
-from bot.repo_config import RepoConfig
+from bot.deciding.decision import Plan, plan_response
+from bot.deciding.repo_config import RepoConfig
+from bot.reading.normalise import NormalisedIssue
+from bot.service.decisions.models import Decision
 from bot.service.errors import WriteDeferred
 from bot.service.github.models import IssueSnapshot, PostedComment, WebhookEvent
+from bot.service.github.pacing import save_prepared, take_prepared
 from bot.service.handlers.config_file import usable_config
 from bot.service.handlers.context import JobContext
 from bot.service.handlers.issue_lifecycle import remember_from_delivery
 from bot.service.handlers.recall import recall
 from bot.service.handlers.router import Router
-from bot.service.queue.jobs import Decision
-from bot.service.queue.pacing import save_prepared, take_prepared
 from bot.service.review.html_cache import keep_html
 
 log = logging.getLogger(__name__)
@@ -74,13 +75,13 @@ def triage_issue(ctx: JobContext, event: WebhookEvent, *, requested: bool = Fals
         return "issue is closed"
     ctx.state.corrections.catch_up(ctx.engine)  # corrections recorded since, by this worker or another
     started = time.perf_counter()
-    result = ctx.engine.triage(snapshot.issue)
+    result, normalised = ctx.engine.read_and_triage(snapshot.issue)  # the issue is read (normalised) once
     ctx.state.metrics.triage_seconds.observe(time.perf_counter() - started)
-    recalled = recall(ctx, event.repo, event.number, snapshot.issue, result, config)  # before the thresholds
+    recalled = recall(ctx, event.repo, event.number, normalised, result, config)  # before the thresholds
     plan = plan_response(recalled.result, config, ctx.state.store.corrections(event.repo, event.number),
                          service_shadow=ctx.shadow, can_post=ctx.client is not None)
     plan = replace(plan, result=plan.result.model_copy(update={"repo_labels": recalled.repo_labels}))
-    body, silence, reasons = _comment(ctx, config, snapshot, event, plan, requested=requested)
+    body, silence, reasons = _comment(ctx, config, snapshot, event, plan, normalised, requested=requested)
     wanted = plan.labels + ([n for n, _ in recalled.repo_labels] if config.labels.enabled else [])
     prepared = Prepared(decision=_decision(ctx, event, plan, body, (snapshot.issue.title, list(reasons))),
                         body=body, silence=silence, wanted=wanted, present=snapshot.labels, post=plan.post)
@@ -130,8 +131,8 @@ def posted_comment_id(ctx: JobContext, event: WebhookEvent) -> int | None:
     return next((int(i) for i in ids if isinstance(i, int)), None)
 
 
-def _comment(ctx: JobContext, config: RepoConfig, snapshot: IssueSnapshot, event: WebhookEvent, plan: Plan, *,
-             requested: bool) -> tuple[str | None, str | None, tuple[str, ...]]:
+def _comment(ctx: JobContext, config: RepoConfig, snapshot: IssueSnapshot, event: WebhookEvent, plan: Plan,
+             normalised: NormalisedIssue, *, requested: bool) -> tuple[str | None, str | None, tuple[str, ...]]:
     """The comment's markdown (None: silent), when silent why (a `silent: ...` outcome), and the reasons to
     speak it has (policy.REASONS; empty: nothing that moves the issue forward)."""
     policy = config.comment_policy(ctx.engine.settings)
@@ -140,7 +141,7 @@ def _comment(ctx: JobContext, config: RepoConfig, snapshot: IssueSnapshot, event
     # The API's association is the fresher; the payload's stands in where the API does not say.
     association = snapshot.author_association or event.author_association
     comment_plan, body = compose(snapshot.issue, plan.result, ctx.engine.taxonomy, policy,
-                                 author_association=association, chat=ctx.state.chat)
+                                 author_association=association, chat=ctx.state.chat, normalised=normalised)
     if body is not None:
         return body, None, comment_plan.reasons
     return None, silence_reason(comment_plan.substance, policy, association), comment_plan.reasons

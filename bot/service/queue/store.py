@@ -1,4 +1,6 @@
-"""Durable state: deliveries (unique by id), jobs, decisions and feedback, on SQLite or PostgreSQL."""
+"""The service database, on SQLite or PostgreSQL: the queue's deliveries (unique by id) and jobs here; the tables and
+queries of decisions and corrections (`bot/service/decisions/`), GitHub write pacing (`bot/service/github/pacing.py`)
+and the review page's (`bot/service/review/tables.py`) created with them."""
 
 from __future__ import annotations
 
@@ -10,13 +12,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from bot.errors import ConfigError
-from bot.service.queue.decisions import DecisionQueries
-from bot.service.queue.deliveries import NewDelivery, Recorded, record_deliveries
-from bot.service.queue.jobs import Job
-from bot.service.repo_errors import SCHEMA as REPO_ERRORS_SCHEMA
-from bot.service.review.tables import REVIEW_SCHEMA
-from bot.storage.database import (  # StoreUnavailable and the connectors are imported from here too
+from bot.core.errors import ConfigError
+from bot.core.storage.database import (  # StoreUnavailable and the connectors are imported from here too
     StoreUnavailable,
     check_room,
     connect_postgres,
@@ -24,8 +21,14 @@ from bot.storage.database import (  # StoreUnavailable and the connectors are im
     live_postgres,
     transaction,
 )
-from bot.storage.erasures import create_erasure_table
-from bot.storage.schema import create_tables
+from bot.core.storage.erasures import create_erasure_table
+from bot.core.storage.schema import create_tables
+from bot.service.decisions.queries import DECISIONS_SCHEMA, DecisionQueries
+from bot.service.github.pacing import PACING_SCHEMA
+from bot.service.queue.deliveries import NewDelivery, Recorded, record_deliveries
+from bot.service.queue.jobs import Job
+from bot.service.repo_errors import SCHEMA as REPO_ERRORS_SCHEMA
+from bot.service.review.tables import REVIEW_SCHEMA
 
 __all__ = ["Store", "StoreUnavailable", "connect_sqlite", "transaction"]
 
@@ -42,25 +45,10 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_due ON jobs (status, next_attempt_at);
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_running_per_issue ON jobs (issue_key) WHERE status = 'running';
 CREATE INDEX IF NOT EXISTS jobs_queued_by_issue ON jobs (issue_key) WHERE status = 'queued';
-CREATE TABLE IF NOT EXISTS decisions (
-    delivery_id TEXT PRIMARY KEY, repo TEXT NOT NULL, number INTEGER NOT NULL,
-    created_at DOUBLE PRECISION NOT NULL, decision TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS feedback (
-    id {serial} PRIMARY KEY, delivery_id TEXT NOT NULL, repo TEXT NOT NULL, number INTEGER NOT NULL,
-    axis TEXT NOT NULL, value TEXT NOT NULL, author TEXT NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL,
-    created_at DOUBLE PRECISION NOT NULL, UNIQUE (delivery_id, axis));
-CREATE INDEX IF NOT EXISTS feedback_by_repo ON feedback (repo, id);
-CREATE INDEX IF NOT EXISTS feedback_by_age ON feedback (created_at);
-CREATE INDEX IF NOT EXISTS decisions_by_repo ON decisions (repo, number);
-CREATE INDEX IF NOT EXISTS decisions_by_age ON decisions (created_at);
 CREATE INDEX IF NOT EXISTS jobs_by_issue ON jobs (issue_key);
 CREATE TABLE IF NOT EXISTS redeliveries (guid TEXT PRIMARY KEY, asked_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE IF NOT EXISTS workers (
     id TEXT PRIMARY KEY, ready INTEGER NOT NULL, beat_at DOUBLE PRECISION NOT NULL);
-CREATE TABLE IF NOT EXISTS write_pacing (
-    installation_id BIGINT PRIMARY KEY, next_write_at DOUBLE PRECISION NOT NULL);
-CREATE TABLE IF NOT EXISTS github_pauses (
-    installation_id BIGINT PRIMARY KEY, paused_until DOUBLE PRECISION NOT NULL);
 """
 # Columns added after the first release: added to an older database at start-up.
 MIGRATIONS = (("jobs", "lease_token", "TEXT"), ("jobs", "lease_expires_at", "DOUBLE PRECISION"),
@@ -90,7 +78,8 @@ class Store(DecisionQueries):
         self._conn: Any = self._connect()
         serial = "BIGSERIAL" if self.postgres else "INTEGER"
         with self._tx() as run:
-            create_tables(run, self.postgres, (SCHEMA + REVIEW_SCHEMA).format(serial=serial))
+            create_tables(run, self.postgres, (SCHEMA + DECISIONS_SCHEMA + PACING_SCHEMA + REVIEW_SCHEMA).format(
+                serial=serial))
             create_erasure_table(run, self.postgres)
             create_tables(run, self.postgres, REPO_ERRORS_SCHEMA)
             for table, column, kind in MIGRATIONS:
@@ -110,7 +99,8 @@ class Store(DecisionQueries):
             run(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def transaction(self) -> Any:
-        """One transaction (a `run(sql, params)` callable), for the store's sibling modules."""
+        """One transaction (a `run(sql, params)` callable), for the store's sibling modules and the decision
+        queries it inherits."""
         return self._tx()
 
     def ping(self) -> None:
@@ -183,7 +173,7 @@ class Store(DecisionQueries):
             if _is_integrity_error(exc):  # another worker took a job of the same issue at the same instant
                 return None
             raise
-        return _job(row) if row else None
+        return job_from_row(row) if row else None
 
     def heartbeat(self, job_id: int, token: str, lease_s: float) -> bool:
         """Extend the lease; False when it is no longer ours (expired and taken over)."""
@@ -229,7 +219,7 @@ class Store(DecisionQueries):
             row = run(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
         if row is None:
             raise KeyError(job_id)
-        return _job(row)
+        return job_from_row(row)
 
     def job_counts(self) -> dict[str, int]:
         with self._tx() as run:
@@ -237,7 +227,7 @@ class Store(DecisionQueries):
         return {str(status): int(n) for status, n in rows}
 
 
-def _job(row: Sequence[Any]) -> Job:
+def job_from_row(row: Sequence[Any]) -> Job:
     keys = [key.strip() for key in JOB_COLUMNS.split(",")]
     return Job.model_validate(dict(zip(keys, row, strict=True)))
 

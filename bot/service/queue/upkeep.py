@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from bot.service.queue.jobs import Job
-from bot.service.queue.store import JOB_COLUMNS, Store, _job
+from bot.service.queue.store import JOB_COLUMNS, Store, job_from_row
 
 DAY_S = 86400.0
 
@@ -16,7 +16,7 @@ def list_jobs(store: Store, status: str | None = None, limit: int = 50) -> list[
     where, params = ("WHERE status = ? ", [status]) if status else ("", [])
     with store.transaction() as run:
         rows = run(f"SELECT {JOB_COLUMNS} FROM jobs {where}ORDER BY id DESC LIMIT ?", (*params, limit)).fetchall()
-    return [_job(row) for row in rows]
+    return [job_from_row(row) for row in rows]
 
 
 def retry_jobs(store: Store, job_ids: list[int] | None = None) -> int:

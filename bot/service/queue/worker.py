@@ -11,18 +11,18 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from bot.errors import TriageError
+from bot.core.errors import TriageError
+from bot.core.storage.database import StoreUnavailable, unavailable
 from bot.service.errors import PermanentGitHubError, RateLimited, RetryLater, TransientGitHubError, WriteDeferred
+from bot.service.github.pacing import holding_write_slot
 from bot.service.handlers.dispatch import execute_job
 from bot.service.logs import bind_delivery
 from bot.service.queue.jobs import Job
-from bot.service.queue.pacing import holding_write_slot
 from bot.service.queue.recovery import recover_missed
 from bot.service.queue.upkeep import worker_beat
 from bot.service.retention.policy import prune
 from bot.service.review.reactions import read_reactions
 from bot.service.state import ServiceState
-from bot.storage.database import StoreUnavailable, unavailable
 
 log = logging.getLogger(__name__)
 

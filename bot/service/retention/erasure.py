@@ -2,7 +2,7 @@
 the decisions and the maintainers' corrections (issue title, body, author), and every stored delivery about
 them with its job (payloads of failed jobs included).
 
-Each erasure is logged first (`bot/storage/erasures.py`): a job that started before it (a triage running
+Each erasure is logged first (`bot/core/storage/erasures.py`): a job that started before it (a triage running
 during the uninstall) then stores nothing of it, and every worker's case base drops the corrections. The
 rows then go in transactions of at most BATCH rows, found through indexed columns (a job's issue key, a
 decision's or correction's repository), so intake never waits more than one batch behind an erasure."""
@@ -13,15 +13,15 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from bot.embedding import Embedder
+from bot.core.storage.erasures import record_erasure
 from bot.memory.queries import Memory
+from bot.models.embedding import Embedder
+from bot.service.github.payloads import named_repositories, reparse_fields
 from bot.service.queue.store import Store
 from bot.service.repo_errors import clear_config_errors
 from bot.service.retention.batches import BATCH, batched, delete_deliveries, deleting
-from bot.storage.erasures import record_erasure
 
 # The payload fields that name the repositories a delivery is about.
-REPO_LISTS = ("repositories", "repositories_added", "repositories_removed")
 
 
 def erase_repositories(store: Store, memory: Memory, embedder: Embedder, repos: Collection[str],
@@ -87,10 +87,7 @@ def scrub_payload(run: Any, delivery_id: str) -> None:
     row = run("SELECT payload FROM deliveries WHERE id = ?", (delivery_id,)).fetchone()
     if row is None:
         return
-    payload = json.loads(row[0])
-    sender = payload.get("sender") or {}
-    kept = {"action": payload.get("action", ""), "installation": payload.get("installation"),
-            "sender": {"login": sender.get("login", ""), "type": sender.get("type", "User")}}
+    kept = reparse_fields(json.loads(row[0]))
     run("UPDATE deliveries SET payload = ? WHERE id = ?", (json.dumps(kept), delivery_id))
 
 
@@ -108,28 +105,7 @@ def _erase_installation_deliveries(store: Store, repos: set[str], installation_i
 
 
 def _erasable(payload: str, status: str | None, repos: set[str]) -> bool:
-    named = _names(payload)
+    named = named_repositories(payload)
     if not named & repos or status == "running":
         return False
     return status != "queued" or named <= repos
-
-
-def _names(payload: str) -> set[str]:
-    """The repositories a delivery is about: its repository, an installation's lists, a transfer's target."""
-    try:
-        data = json.loads(payload)
-    except ValueError:
-        return set()
-    if not isinstance(data, dict):
-        return set()
-    names = {_full_name(data.get("repository"))}
-    for key in REPO_LISTS:
-        names |= {_full_name(item) for item in data.get(key) or [] if isinstance(data.get(key), list)}
-    changes = data.get("changes")
-    if isinstance(changes, dict):
-        names.add(_full_name(changes.get("new_repository")))
-    return names - {""}
-
-
-def _full_name(value: object) -> str:
-    return str(value.get("full_name") or "") if isinstance(value, dict) else ""

@@ -7,9 +7,9 @@ import time
 
 from pydantic import BaseModel
 
+from bot.core.storage.erasures import record_erasure
 from bot.service.queue.store import Store
 from bot.service.retention.batches import BATCH, batched, deleting
-from bot.storage.erasures import record_erasure
 
 DAY_S = 86400.0
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from bot.service.queue.jobs import Decision
+from bot.service.decisions.models import Decision
 from bot.service.queue.store import Store
 from bot.service.review.view import render_markdown
 

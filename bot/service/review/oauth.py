@@ -8,8 +8,8 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
+from bot.core.settings import Settings
 from bot.service.handlers.commands import TRIAGE_ROLES
-from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from fastapi import HTTPException, Query, Request, Response
 from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
+from bot.service.decisions.models import Decision
 from bot.service.handlers.feedback import record_corrections, validate_corrections
-from bot.service.queue.jobs import Decision
 from bot.service.review import records
 from bot.service.review.auth import Signed, base, form_of, router, service, signed_in
 from bot.service.review.posting import queue_post

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import logging
 
+from bot.service.decisions.models import Decision
 from bot.service.github.models import WebhookEvent
 from bot.service.handlers.config_file import usable_config
 from bot.service.handlers.context import JobContext, payload_of
 from bot.service.handlers.router import Router
-from bot.service.queue.jobs import Decision
 from bot.service.review import records
 from bot.service.state import ServiceState
 

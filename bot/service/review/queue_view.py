@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.core.settings import AXES
 from bot.service.review import records
 from bot.service.review.html_cache import comment_html
 from bot.service.review.summary import agreement_svg, backtest_html, summarise
 from bot.service.review.taxonomy import review_taxonomy
 from bot.service.review.view import OUTCOMES, matches, row_of
 from bot.service.state import ServiceState
-from bot.settings import AXES
 
 SCAN = 2000  # the latest decisions a filter looks through
 

@@ -6,15 +6,14 @@ triage; a reaction taken back is a rating taken back."""
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from typing import Any
 
+from bot.service.decisions.models import Decision
 from bot.service.errors import NotFound
 from bot.service.github.client import InstallationClient
+from bot.service.github.payloads import installation_of
 from bot.service.handlers.commands import TRIAGE_ROLES
-from bot.service.queue.jobs import Decision
 from bot.service.review.records import REACTION
 from bot.service.state import ServiceState
 
@@ -60,7 +59,7 @@ def _claim(state: ServiceState, now: float) -> list[tuple[Decision, int]]:
         latest: dict[int, tuple[Decision, int]] = {}  # comment id -> its newest decision, and the installation
         for raw, payload in rows:
             decided = Decision.model_validate_json(raw)
-            installation = _installation(payload)
+            installation = installation_of(payload)
             if decided.posted and decided.comment_id and installation and decided.comment_id not in latest:
                 latest[decided.comment_id] = (decided, installation)
         last = {int(c): float(t) for c, t in run("SELECT comment_id, read_at FROM reaction_reads").fetchall()}
@@ -70,11 +69,6 @@ def _claim(state: ServiceState, now: float) -> list[tuple[Decision, int]]:
             run("INSERT INTO reaction_reads (comment_id, repo, read_at) VALUES (?, ?, ?) ON CONFLICT (comment_id) "
                 "DO UPDATE SET read_at = excluded.read_at", (decided.comment_id, decided.repo, now))
     return chosen
-
-
-def _installation(payload: str) -> int | None:
-    installation: Any = (json.loads(payload).get("installation") or {}).get("id")
-    return installation if isinstance(installation, int) else None
 
 
 def _store(state: ServiceState, client: InstallationClient, decided: Decision, reactions: list[tuple[str, str]],

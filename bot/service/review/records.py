@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bot.service.queue.jobs import Decision
+from bot.service.decisions.models import Decision
 from bot.service.queue.store import Store
 
 PAGE = "page"  # a rating given on the review page

@@ -11,12 +11,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from bot.core.settings import AXES
 from bot.memory.backtest import BacktestResult
 from bot.memory.report import markdown as backtest_markdown
-from bot.service.queue.jobs import Decision
+from bot.service.decisions.models import Decision
 from bot.service.review.records import Rating
 from bot.service.review.view import render_markdown
-from bot.settings import AXES
 
 DAY_S = 86400.0
 

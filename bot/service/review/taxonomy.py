@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from functools import cache
 
+from bot.knowledge.taxonomy import Taxonomy, load_taxonomy
+from bot.service.decisions.models import Decision
 from bot.service.github.models import WebhookEvent
 from bot.service.github.payloads import parse_event
-from bot.service.queue.jobs import Decision
 from bot.service.queue.store import Store
-from bot.taxonomy import Taxonomy, load_taxonomy
 
 
 @cache

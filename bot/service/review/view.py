@@ -10,8 +10,8 @@ import nh3
 from markdown_it import MarkdownIt
 from pydantic import BaseModel
 
-from bot.links import issue_html_url
-from bot.service.queue.jobs import Decision
+from bot.comment.links import issue_html_url
+from bot.service.decisions.models import Decision
 from bot.service.review.records import Rating
 
 # The outcome filter: what a decision did, by the queue's words.

@@ -11,8 +11,9 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from bot.engine import Engine
-from bot.errors import TriageError
+from bot.core.errors import TriageError
+from bot.core.settings import Settings
+from bot.models.engine import Engine
 from bot.service.errors import DeliveryRejected, StoreBusy
 from bot.service.metrics import event_label
 from bot.service.queue.worker import Worker
@@ -20,7 +21,6 @@ from bot.service.review import pages as review
 from bot.service.state import GitHubFactory, Role, ServiceOptions, ServiceState, build_state, connect_github
 from bot.service.supervisor import Supervisor
 from bot.service.web import health, ops, webhook
-from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 

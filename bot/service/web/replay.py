@@ -11,10 +11,10 @@ from typing import Any
 
 import httpx
 
-from bot.errors import DataError, TriageError
+from bot.core.errors import DataError, TriageError
+from bot.core.settings import Settings
 from bot.service.github.credentials import webhook_secret
 from bot.service.web.signature import sign_body
-from bot.settings import Settings
 
 USER_AGENT = "GitHub-Hookshot/ddl-triage-replay"
 

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from bot.deciding.shadow import unsigned_deliveries_allowed
 from bot.service.errors import MalformedPayload, PayloadTooLarge, SignatureError
 from bot.service.github.credentials import webhook_secret
 from bot.service.github.models import WebhookEvent
@@ -21,7 +22,6 @@ from bot.service.metrics import event_label
 from bot.service.queue.deliveries import NewDelivery, Recorded
 from bot.service.state import ServiceState
 from bot.service.web.signature import verify_signature
-from bot.shadow import unsigned_deliveries_allowed
 
 log = logging.getLogger(__name__)
 

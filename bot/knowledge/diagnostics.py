@@ -1,0 +1,266 @@
+"""The diagnostic knowledge base (taxonomy/diagnostics.yaml): failures read from the error's words, a next step each.
+
+`diagnose` is pure text matching: no model, no network. It reads the title and the body line by line (log prefixes
+such as `[rank3]:`, `10.0.0.2:` or timestamps removed; bot/reading/textmatch.py bounds the work), honours each entry's
+frameworks, and returns at most MAX_DIAGNOSES entries in the file's order (most specific first), without those
+they supersede and without fallbacks when anything else fired.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from bot.core.domain import Diagnosis
+from bot.core.errors import ConfigError
+from bot.core.paths import shipped_dir
+from bot.knowledge.datafile import describe_validation
+from bot.knowledge.taxonomy import DIAGNOSTICS_FILE, Taxonomy, load_taxonomy
+from bot.reading.normalise import FRAMEWORKS, REPO_FRAMEWORKS
+from bot.reading.textmatch import LOG_PREFIX, MAX_LINE_CHARS, LineIndex, LinePattern, clean_lines, compile_pattern
+
+NON_BUG_KINDS = frozenset({"usage_question", "feature_request", "documentation"})  # no failure to diagnose
+QUESTION_KINDS = frozenset({"usage_question", "documentation"})  # answered by the entries marked `questions: true`
+MAX_DIAGNOSES = 3  # a comment shows one next step; two more at most are context, never a checklist
+MAX_MATCHED_CHARS = 200
+KNOWN_FRAMEWORKS = frozenset(FRAMEWORKS.values()) | frozenset(REPO_FRAMEWORKS.values())
+
+
+def _taxonomy(info: ValidationInfo) -> Taxonomy:
+    return (info.context or {})["taxonomy"]
+
+
+class Entry(BaseModel):
+    """One recognisable failure: how to detect it and what to do next."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    title: str = Field(min_length=1, max_length=60)
+    patterns: tuple[str, ...] = ()  # any one, on a line of the title or body
+    title_patterns: tuple[str, ...] = ()  # any one, in the title
+    requires: tuple[str, ...] = ()  # when given, one of these must also appear on some line
+    unless: tuple[str, ...] = ()  # a matched line that also matches one of these does not count
+    frameworks: tuple[str, ...] = ()
+    symptoms: tuple[str, ...] = Field(min_length=1)
+    stage: str | None = None
+    root_cause: str | None = None
+    fix_pattern: str | None = None
+    reading: str = Field(min_length=1)
+    next_step: str = Field(min_length=1)
+    ask: str | None = None
+    supersedes: tuple[str, ...] = ()
+    fallback: bool = False  # shown only when no other entry fires (an exit code that follows the real error)
+    # Also read on a usage question or a documentation report: its next step answers a question the frameworks'
+    # documentation answers (which launcher flag picks the GPUs, how to resume with another data-parallel size).
+    questions: bool = False
+    # Optional: the post shows the next step already done (a line matching any one: `CUDA_LAUNCH_BLOCKING=1`
+    # set, `py-spy` stacks pasted, the hang located to one call); then `follow_up` is the step shown, or none.
+    done_when: tuple[str, ...] = ()
+    follow_up: str | None = None
+
+    _compiled: dict[str, tuple[LinePattern, ...]] = PrivateAttr(default_factory=dict)
+
+    @field_validator("patterns", "title_patterns", "requires", "unless", "done_when")
+    @classmethod
+    def _patterns_compile(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            compile_pattern(pattern)
+        return value
+
+    @field_validator("reading", "next_step", "follow_up")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if "\n" in value.strip():
+            raise ValueError("must be one line")
+        return value.strip()
+
+    @field_validator("frameworks")
+    @classmethod
+    def _known_frameworks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if unknown := [f for f in value if f not in KNOWN_FRAMEWORKS]:
+            raise ValueError(f"{unknown} not among the frameworks the normaliser names: {sorted(KNOWN_FRAMEWORKS)}")
+        return value
+
+    @field_validator("symptoms")
+    @classmethod
+    def _symptoms_in_taxonomy(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        return tuple(_in_axis(_taxonomy(info), "symptom", v) for v in value)
+
+    @field_validator("stage", "root_cause", "fix_pattern")
+    @classmethod
+    def _label_in_taxonomy(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else _in_axis(_taxonomy(info), str(info.field_name), value)
+
+    @field_validator("ask")
+    @classmethod
+    def _fact_in_taxonomy(cls, value: str | None, info: ValidationInfo) -> str | None:
+        taxonomy = _taxonomy(info)
+        if value is not None and value not in {f.id for f in taxonomy.facts}:
+            raise ValueError(f"{value!r} is not a fact of taxonomy {taxonomy.version} (`facts:`)")
+        return value
+
+    @model_validator(mode="after")
+    def _compile(self) -> Entry:
+        if not (self.patterns or self.title_patterns):
+            raise ValueError("needs `patterns` or `title_patterns`")
+        if self.follow_up and not self.done_when:
+            raise ValueError("`follow_up` needs `done_when`: the lines that show the next step already done")
+        for name in ("patterns", "title_patterns", "requires", "unless", "done_when"):
+            self._compiled[name] = tuple(compile_pattern(p) for p in getattr(self, name))
+        return self
+
+    def match(self, title: str, index: LineIndex) -> str | None:
+        """The first line that shows this failure, or None."""
+        found = self._first(self._compiled["title_patterns"], [title]) or self._first(self._compiled["patterns"], index)
+        if found is None or not self.requires:
+            return found
+        return found if any(index.matching_lines(p) for p in self._compiled["requires"]) else None
+
+    def _first(self, patterns: tuple[LinePattern, ...], where: LineIndex | list[str]) -> str | None:
+        for pattern in patterns:
+            lines = where.candidates(pattern) if isinstance(where, LineIndex) else where
+            for line in lines:
+                if pattern.regex.search(line) and not any(u.regex.search(line) for u in self._compiled["unless"]):
+                    return line
+        return None
+
+    def shows_done(self, index: LineIndex) -> bool:
+        """Whether the post shows this entry's next step already done (a line matching `done_when`)."""
+        return any(index.matching_lines(p) for p in self._compiled["done_when"])
+
+    def diagnosis(self, matched: str, done: bool = False, title: str = "") -> Diagnosis:
+        return Diagnosis(id=self.id, title=self.title, reading=self.reading, next_step=self.next_step,
+                         symptoms=list(self.symptoms), stage=self.stage, root_cause=self.root_cause,
+                         fix_pattern=self.fix_pattern, ask=self.ask, matched=matched[:MAX_MATCHED_CHARS],
+                         done=done, follow_up=self.follow_up, playbook=self.is_playbook(matched, title))
+
+    def is_playbook(self, matched: str, title: str) -> bool:
+        """Whether the match is the title's words alone: a `title_patterns` hit with no `requires` evidence. An
+        answer to a question is never one: the title is the question, and the step is the documented answer."""
+        return (not self.requires and not self.questions and matched == title
+                and self._first(self._compiled["title_patterns"], [title]) is not None)
+
+
+def _in_axis(taxonomy: Taxonomy, axis: str, value: str) -> str:
+    if value not in taxonomy.ids(axis):
+        raise ValueError(f"{value!r} is not a {axis} of taxonomy {taxonomy.version}")
+    return value
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: str
+    taxonomy: str
+    entries: list[dict[str, Any]] = Field(min_length=1)
+
+
+class KnowledgeBase(BaseModel):
+    """The validated file: its version, the taxonomy its ids belong to, and the entries in rank order."""
+
+    version: str
+    taxonomy: str
+    entries: tuple[Entry, ...]
+
+    def entry(self, entry_id: str) -> Entry:
+        return next(e for e in self.entries if e.id == entry_id)
+
+    def fired(self, title: str, body: str, framework: str | None) -> list[tuple[Entry, str]]:
+        """Every entry for this framework that detects its failure, in file order, with the line it matched."""
+        return [(entry, line) for entry, line, _ in self.read(title, body, framework)]
+
+    def read(self, title: str, body: str, framework: str | None) -> list[tuple[Entry, str, bool]]:
+        """`fired`, each with whether the post shows its next step already done."""
+        title_line = LOG_PREFIX.sub("", (title or "")[:MAX_LINE_CHARS]).strip()
+        index = LineIndex(clean_lines(title or "", body or ""))
+        hits: list[tuple[Entry, str, bool]] = []
+        for entry in self.entries:
+            if entry.frameworks and framework not in entry.frameworks:
+                continue
+            if (line := entry.match(title_line, index)) is not None:
+                hits.append((entry, line, entry.shows_done(index)))
+        return hits
+
+
+def load_diagnostics_file(path: Path) -> KnowledgeBase:
+    """Load and validate one knowledge-base file; every problem names the file, the entry and the field."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: diagnostics file not found") from None
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read as YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: invalid diagnostics file: it must be a mapping with version, taxonomy, entries")
+    try:
+        top = _File.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: invalid diagnostics file: {describe_validation(exc)}") from None
+    taxonomy = load_taxonomy(top.taxonomy)
+    entries: list[Entry] = []
+    for index, item in enumerate(top.entries):
+        name = f"entry {item.get('id')!r} (entries[{index}])" if isinstance(item, dict) else f"entries[{index}]"
+        try:
+            entries.append(Entry.model_validate(item, context={"taxonomy": taxonomy}))
+        except ValidationError as exc:
+            raise ConfigError(f"{path}: {name}: {describe_validation(exc)}") from None
+    _check_references(path, entries)
+    return KnowledgeBase(version=top.version, taxonomy=top.taxonomy, entries=tuple(entries))
+
+
+def _check_references(path: Path, entries: list[Entry]) -> None:
+    seen: set[str] = set()
+    for index, entry in enumerate(entries):
+        if entry.id in seen:
+            raise ConfigError(f"{path}: entry {entry.id!r} (entries[{index}]): id: duplicate id")
+        seen.add(entry.id)
+    for index, entry in enumerate(entries):
+        for other in entry.supersedes:
+            if other not in seen or other == entry.id:
+                raise ConfigError(f"{path}: entry {entry.id!r} (entries[{index}]): supersedes: {other!r} is not "
+                                  "another entry of this file")
+
+
+def diagnostics_path() -> Path:
+    return shipped_dir("taxonomy") / DIAGNOSTICS_FILE
+
+
+@cache
+def load_diagnostics(path: str | None = None) -> KnowledgeBase:
+    """The shipped knowledge base (or the file at `path`), loaded and validated once per process."""
+    return load_diagnostics_file(Path(path) if path else diagnostics_path())
+
+
+def diagnose(title: str, body: str, *, framework: str | None, kind: str | None,
+             base: KnowledgeBase | None = None) -> list[Diagnosis]:
+    """The failures the knowledge base recognises in an issue, most specific first; [] for a feature request.
+    `framework` is the repository's or the text's (EnvironmentFacts.framework); an entry limited
+    to some frameworks stays silent for another one, and when the framework is unknown (None).
+    A usage question or a documentation report gets only the entries that answer questions (`questions: true`)."""
+    if kind in NON_BUG_KINDS and kind not in QUESTION_KINDS:
+        return []
+    hits = (base or load_diagnostics()).read(title, body, framework)
+    if kind in QUESTION_KINDS:
+        hits = [hit for hit in hits if hit[0].questions]
+    superseded = {other for entry, _, _ in hits for other in entry.supersedes}
+    if any(not entry.fallback for entry, _, _ in hits):
+        superseded |= {entry.id for entry, _, _ in hits if entry.fallback}
+    title_line = LOG_PREFIX.sub("", (title or "")[:MAX_LINE_CHARS]).strip()
+    return [entry.diagnosis(line, done, title_line) for entry, line, done in hits
+            if entry.id not in superseded][:MAX_DIAGNOSES]

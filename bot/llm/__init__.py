@@ -1,5 +1,0 @@
-"""Chat models behind one narrow interface, built by name: `openai:<model>` or `local:<path>`."""
-
-from bot.llm.base import ChatModel, Completion, make_chat_model
-
-__all__ = ["ChatModel", "Completion", "make_chat_model"]

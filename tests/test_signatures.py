@@ -188,8 +188,8 @@ def test_hostile_input_is_read_without_error_in_bounded_time(junk: str) -> None:
 @pytest.mark.parametrize(("body", "tells"), [
     ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", False),
     ("RuntimeError: CUDA error: out of memory", False),
-    ("[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=33, OpType=ALLREDUCE, "
-     "Timeout(ms)=600000) ran for 607565 milliseconds before timing out.", False),
+    ("[Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4021, OpType=ALLGATHER, "
+     "Timeout(ms)=1800000) ran for 1800417 milliseconds before timing out.", False),
     ("RuntimeError: NCCL communicator was aborted on rank 3.", False),
     ("torch.distributed.DistBackendError: NCCL error in: ../csrc/NCCLUtils.hpp:219, unhandled system error, "
      "NCCL version 2.14.3", False),

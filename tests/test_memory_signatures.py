@@ -200,6 +200,6 @@ def test_the_cli_triage_and_predict_use_the_synced_history_of_the_issues_reposit
                            for name, repo, issue in lines))
     cli("predict", "--with-comment", "--input", str(src), "--output", str(out))
     same, unsynced, unrelated = (json.loads(line)["comment"] or "" for line in out.read_text().splitlines())
-    line = next(line for line in same.splitlines() if SEVEN.search(line))
-    assert "**Seen before:**" in same and "fixed by #4290" in line
-    assert not SEVEN.search(unsynced) and not SEVEN.search(unrelated)
+    # The memory recalls #7 by the shared NCCL error (above), but an unhandled CUDA error inside NCCL names only the
+    # symptom: with other words it is not the same failure, so the comment does not cite #7 (issue #21).
+    assert not SEVEN.search(same) and not SEVEN.search(unsynced) and not SEVEN.search(unrelated)

@@ -71,12 +71,13 @@ def test_serve_with_two_worker_processes_installs_syncs_cites_learns_and_uninsta
         cited = next(line for line in comment["body"].splitlines() if "#31" in line)
         assert "fixed by #4290" in cited
 
-        # Another author, other words (cosine 0.74 to #31, under the related floor), the same watchdog error:
-        # the shared error signature alone brings #31 and its fix.
+        # Another author, other words (cosine 0.74 to #31, under the related floor), the same watchdog timeout:
+        # a timeout is the symptom, not the mechanism, so #31 and its fix are not cited (issue #21); the
+        # comment still gives the watchdog's next step.
         served.deliver(issue_payload(github, number=46, **SAME_ERROR_OTHER_WORDS))
         served.wait_idle()
         [other] = github.bot_comments(REPO, 46)
-        assert "fixed by #4290" in next(line for line in other["body"].splitlines() if "#31" in line)
+        assert "#31" not in other["body"] and "**Next step:**" in other["body"]
 
         # A label change reaches the memory.
         served.deliver(issue_event("labeled", 42, labels=[{"name": "bug"}, {"name": "nccl"}]))

@@ -124,11 +124,12 @@ def select_asked_before(related: list[RelatedIssue], *, question_floor: float, s
 
 
 def _ended_or_duplicate(r: RelatedIssue) -> bool:
-    """An issue that ended (closed, or a merged pull request), or an open one sharing the error (a possible
-    duplicate); an open issue that shares only words is not shown."""
+    """An issue that ended (closed, or a merged pull request), or an open one that is a possible duplicate: it
+    shares the error, or the memory found it a near-copy (`possible_duplicate`, cosine >= 0.93); an open issue that
+    shares only some words, or only a symptom-level error (an OOM, a watchdog timeout), is not shown."""
     if r.type == "pull_request":
         return r.state == "merged" or bool(r.signature)
-    return r.state != "open" or bool(r.signature)
+    return r.state != "open" or bool(r.signature) or r.possible_duplicate
 
 
 def _from_related(r: RelatedIssue) -> Precedent:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from bot.comment.links import case_link, repo_of, same_repo
 from bot.comment.markdown import code_span, escape_markdown
@@ -25,6 +26,7 @@ from bot.knowledge.taxonomy import Taxonomy
 MAX_PRECEDENTS = 3
 POSSIBLE_DUPLICATE = "open: possible duplicate"
 UNRESOLVED_FIXES = (None, "", "none", "unresolved")
+Shared = TypeVar("Shared", Neighbour, RelatedIssue)  # a case that may share an error signature with the issue
 
 
 @dataclass(frozen=True)
@@ -76,10 +78,7 @@ def select_precedents(related: list[RelatedIssue], neighbours: list[Neighbour], 
     out of memory", a watchdog timeout), is not the same error."""
     scope = scope or Scope(own_repo=own_repo, own_number=own_number)
     if telling is not None:  # a shared signature that does not tell the mechanism counts as no shared signature
-        neighbours = [n if n.signature is None or n.signature in telling else n.model_copy(update={"signature": None})
-                      for n in neighbours]
-        related = [r if r.signature is None or r.signature in telling else r.model_copy(update={"signature": None})
-                   for r in related]
+        neighbours, related = _telling_only(neighbours, telling), _telling_only(related, telling)
     chosen: list[Precedent] = []
     seen: set[str] = set()
     own = sorted((r for r in related if r.signature or r.score >= related_floor),
@@ -110,6 +109,12 @@ def select_precedents(related: list[RelatedIssue], neighbours: list[Neighbour], 
         seen.add(precedent.case_id.lower())
         chosen.append(precedent)
     return chosen[:MAX_PRECEDENTS]
+
+
+def _telling_only(items: list[Shared], telling: Collection[str]) -> list[Shared]:
+    """The items, each keeping its shared signature only where that signature tells the failure."""
+    return [i if i.signature is None or i.signature in telling else i.model_copy(update={"signature": None})
+            for i in items]
 
 
 def select_asked_before(related: list[RelatedIssue], *, question_floor: float, scope: Scope) -> list[Precedent]:

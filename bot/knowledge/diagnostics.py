@@ -28,11 +28,11 @@ from bot.core.domain import Diagnosis
 from bot.core.errors import ConfigError
 from bot.core.paths import shipped_dir
 from bot.knowledge.datafile import describe_validation
+from bot.knowledge.facts import NON_BUG_KINDS  # no failure to diagnose
 from bot.knowledge.taxonomy import DIAGNOSTICS_FILE, Taxonomy, load_taxonomy
 from bot.reading.normalise import FRAMEWORKS, REPO_FRAMEWORKS
 from bot.reading.textmatch import LOG_PREFIX, MAX_LINE_CHARS, LineIndex, LinePattern, clean_lines, compile_pattern
 
-NON_BUG_KINDS = frozenset({"usage_question", "feature_request", "documentation"})  # no failure to diagnose
 QUESTION_KINDS = frozenset({"usage_question", "documentation"})  # answered by the entries marked `questions: true`
 MAX_DIAGNOSES = 3  # a comment shows one next step; two more at most are context, never a checklist
 MAX_MATCHED_CHARS = 200

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from fastapi.testclient import TestClient
@@ -13,7 +14,9 @@ from bot.comment.links import issue_html_url
 from bot.core.domain import Issue
 from bot.core.settings import Settings
 from bot.models.engine import Engine
-from bot.service.handlers.commands import TriageCommand, parse_command
+from bot.service.github.payloads import parse_event
+from bot.service.handlers.commands import TriageCommand, may_command, parse_command
+from bot.service.handlers.context import JobContext
 from tests.fake_github import (
     REPO,
     FakeGitHub,
@@ -146,3 +149,14 @@ def test_corrections_are_ignored_where_the_repository_disabled_the_bot(
     assert wait_idle(client) == {"done": 2}
     assert state_of(client).store.feedback_cases() == []
     assert len(github.writes()) == writes
+
+
+@pytest.mark.parametrize(("association", "may"), [("OWNER", True), ("MEMBER", False), ("COLLABORATOR", False),
+                                                  ("CONTRIBUTOR", False), ("NONE", False), (None, False)])
+def test_without_api_access_only_the_owner_may_command_the_bot(github: FakeGitHub, association: str | None,
+                                                               may: bool) -> None:
+    """A read-only collaborator or organisation member is told apart only by the API: without it, fail closed."""
+    payload = command(github, "/triage symptom=out_of_memory")
+    payload["comment"]["author_association"] = association
+    event = parse_event("issue_comment", payload)
+    assert may_command(cast(JobContext, SimpleNamespace(client=None)), event) is may

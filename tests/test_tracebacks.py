@@ -247,3 +247,13 @@ def test_module_guesses_for_installed_checked_out_stdlib_and_user_paths() -> Non
                                                                               "deepspeed")
     assert guess_module("<frozen runpy>") == (None, "library")
     assert guess_module("scripts/my_train.py") == ("my_train", None)
+
+
+def test_a_log_with_more_distinct_errors_than_kept_still_ends_in_its_last_one() -> None:
+    warnings = "\n".join(f"ValueError: shard {i} of the dataloader was skipped" for i in range(80))
+    failure = parse_failure(warnings + "\nTraceback (most recent call last):\n"
+                            '  File "train.py", line 12, in <module>\n    engine.step()\n'
+                            "RuntimeError: the optimizer step found no parameters to update\n")
+    assert failure.exception == "RuntimeError"
+    assert failure.message == "the optimizer step found no parameters to update"
+    assert failure.frames and failure.frames[-1].function == "<module>"

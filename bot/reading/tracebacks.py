@@ -22,7 +22,7 @@ MAX_TEXT_CHARS = 200_000
 MAX_LINE_CHARS = 2_000
 MAX_ERROR_LINES = 200
 MAX_FRAMES = 200
-MAX_RAISED = 50
+MAX_RAISED = 50  # the newest are kept: the failure is the last exception shown
 MAX_STREAMS = 64  # interleaved processes told apart; any beyond share one stream
 
 TRACEBACK_START = re.compile(r"Traceback \(most recent call last\):")
@@ -212,8 +212,9 @@ class _Reader:
             if error.frames and not self.raised[known].frames:
                 self.raised[known] = error
             return
-        if len(self.raised) < MAX_RAISED:
-            self.raised.append(error)
+        if len(self.raised) >= MAX_RAISED:
+            del self.raised[0]
+        self.raised.append(error)
 
     def _keep_error_line(self, stripped: str) -> None:
         if not ERROR_LINE.search(stripped) or NOT_ERROR_LINE.search(stripped):

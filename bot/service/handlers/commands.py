@@ -20,8 +20,9 @@ router = Router()
 COMMAND = re.compile(r"^[ \t]*/triage(?:[ \t]+(?P<args>[^\n]*))?[ \t]*$", re.MULTILINE)
 # The collaborator roles (GitHub's `role_name`) that may command the bot; read, none and custom roles may not.
 TRIAGE_ROLES = frozenset({"admin", "maintain", "write", "triage"})
-# Without API access the payload's association is the only hint of who may command the bot.
-TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+# Without API access the payload's association is the only hint of who may command the bot, and only OWNER is
+# sure: a MEMBER of the organisation or a COLLABORATOR may hold the read role alone (fail closed).
+TRUSTED_ASSOCIATIONS = frozenset({"OWNER"})
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def handle_comment(ctx: JobContext, event: WebhookEvent) -> str:
 
 
 def may_command(ctx: JobContext, event: WebhookEvent) -> bool:
-    """A role that may triage (read through the API), or a trusted association when there is no API access."""
+    """A role that may triage (read through the API), or the repository's owner when there is no API access."""
     assert event.comment is not None
     if ctx.client is not None:
         return ctx.client.role_of(event.repo, event.comment.author) in TRIAGE_ROLES

@@ -22,7 +22,7 @@ from bot.comment import (
     should_comment,
     silence_reason,
 )
-from bot.core.domain import AxisPrediction, Diagnosis, Issue, Neighbour, RelatedIssue, TriageResult
+from bot.core.domain import AxisPrediction, Diagnosis, EnvironmentFacts, Issue, Neighbour, RelatedIssue, TriageResult
 from bot.knowledge.taxonomy import Taxonomy
 from bot.models.engine import Engine
 from eval.comment_scoring import pinging_links, text_shows
@@ -353,3 +353,21 @@ def test_a_label_the_shown_diagnosis_names_otherwise_is_left_out(batch: TriageRe
     assert "crash in native code (set by a maintainer)" in corrected  # a maintainer's word outranks the error
     agreeing = batch.model_copy(update={"diagnoses": [DIAGNOSIS]})
     assert "exception from the API or config" in _always(agreeing, taxonomy, issue=BATCH)
+
+
+def test_an_ask_whose_command_the_next_step_already_names_is_not_asked_again(batch: TriageResult,
+                                                                              taxonomy: Taxonomy) -> None:
+    """`ds_report` in the step ("post ... and `ds_report`") and again as "Please add: the output of `ds_report`"
+    reads as a template; without it in the step, the same post is asked for it."""
+    report = Issue(id="k", repo=REPO, number=9003, title="Generated text differs with DeepSpeed-Inference",
+                   body="With init_inference(model, replace_with_kernel_inject=True) the text is gibberish; "
+                        "the plain model answers fine.")
+    step = Diagnosis(id="kernel", title="Kernel injection", reading="Fused kernels differ.",
+                     next_step="Rerun without kernel injection; post the model class and `ds_report`.",
+                     symptoms=["incorrect_output"], ask="versions")
+    plain = step.model_copy(update={"next_step": "Rerun without kernel injection; post the model class."})
+    result = batch.model_copy(update={"diagnoses": [step], "related": [], "neighbours": [],
+                                      "environment": EnvironmentFacts(framework="DeepSpeed")})
+    assert "versions" not in plan_comment(result, taxonomy, CommentPolicy(), report).asks
+    result = result.model_copy(update={"diagnoses": [plain]})
+    assert plan_comment(result, taxonomy, CommentPolicy(), report).asks == ["versions"]

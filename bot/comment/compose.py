@@ -10,6 +10,7 @@ fact the next step needs and the text lacks. The labels in words only where the 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 from bot.comment.links import linked_in, number_in_repo
@@ -42,6 +43,7 @@ from bot.reading.normalise import NormalisedIssue
 from bot.reading.signatures import tells_mechanism
 
 NEEDS_DETAILS = "This report does not say enough yet for a suggestion. Please add:"
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
 BARE_READING = 0.8  # a bare report's top symptom this sure chooses its asks (tests/test_comment.py)
 ASK_MISSING = "**Please add:**"
 NOTHING_TO_ADD = "No earlier issue or known error matches this report yet."
@@ -115,6 +117,8 @@ def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy
         asks = asks_to_show(asks, [diagnosis.ask] if diagnosis and diagnosis.ask else [],
                             next_step=diagnosis is not None)
     framework = framework_of(issue, result.environment) if issue else result.environment.framework
+    if diagnosis is not None:  # nor what it asks for in the project's words (`ds_report` in the step and the ask)
+        asks = [f for f in asks if not told_in_step(taxonomy.fact(f).ask_for(framework), diagnosis.next_step)]
     if result.needs_details:  # a bare report: the asks alone, no guesses
         precedents, asked_before, rows = [], [], []
     else:
@@ -123,6 +127,13 @@ def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy
                        rows=rows, asks=asks, ask_texts=[taxonomy.fact(f).ask_for(framework) for f in asks],
                        needs_details=result.needs_details, repo_labels=result.repo_labels,
                        asked_before=asked_before, show_labels=policy.comment_labels)
+
+
+def told_in_step(ask: str, step: str) -> bool:
+    """Whether a next step already has them run and post what an ask names: every command the ask quotes
+    (`ds_report`, `colossalai check -i`) is in the step."""
+    commands = CODE_SPAN.findall(ask)
+    return bool(commands) and all(command in step for command in commands)
 
 
 def shown_diagnosis(diagnoses: list[Diagnosis]) -> Diagnosis | None:

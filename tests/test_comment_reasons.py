@@ -309,3 +309,24 @@ def test_a_reporter_who_brings_the_fix_is_not_told_how_to_localise_it(taxonomy: 
     fixed = nan.model_copy(update={"body": nan.body + "\nI opened a PR to fix this: #6101"})
     plan, comment = compose(fixed, _result(fixed, symptom="numerical_instability"), taxonomy, CommentPolicy())
     assert plan.diagnosis is None and comment is None
+
+
+def test_a_build_failure_is_a_precedent_only_by_its_error_never_by_a_close_build_log(taxonomy: Taxonomy) -> None:
+    build = Issue(id="b", repo=REPO, number=6100, created_at=OPENED, title="pip install deepspeed fails on our cluster",
+                  body="DS_BUILD_OPS=1 pip install deepspeed\n  Running setup.py install for deepspeed ... error\n"
+                       "csrc/adam/multi_tensor_adam.cu(112): error: identifier \"__hfma2\" is undefined\n"
+                       "gcc 9.4, nvcc 11.3, torch 1.12.1+cu113")
+    close_log = _related(4800, score=0.92)  # another build failure, closed, whose error we do not share
+    close_case = Neighbour(id=f"{REPO}#5700", url=f"https://github.com/{REPO}/issues/5700", type="issue", score=0.9,
+                           labels={"symptom": "installation_build_failure",
+                                   "fix_pattern": "version_dependency_management"})
+    result = _result(build, symptom="installation_build_failure", stage="environment_setup", diagnoses=[],
+                     related=[close_log], neighbours=[close_case])
+    assert plan_comment(result, taxonomy, CommentPolicy(), build).precedents == []
+    [error] = [s.text for s in normalise(build).signatures]  # "compile error: identifier <VALUE> is undefined"
+    sharing = result.model_copy(update={"related": [close_log.model_copy(update={"signature": error})],
+                                        "neighbours": [close_case.model_copy(update={"signature": error})]})
+    assert [p.link for p in plan_comment(sharing, taxonomy, CommentPolicy(), build).precedents][:1] == ["#4800"]
+    # the same closeness still makes a precedent for a failure whose mechanism a close post does tell
+    crash = _result(ISSUE, related=[_related(4800, score=0.92)])
+    assert [p.link for p in plan_comment(crash, taxonomy, CommentPolicy(), ISSUE).precedents] == ["#4800"]

@@ -26,6 +26,10 @@ from bot.knowledge.taxonomy import Taxonomy
 MAX_PRECEDENTS = 3
 POSSIBLE_DUPLICATE = "open: possible duplicate"
 UNRESOLVED_FIXES = (None, "", "none", "unresolved")
+# A build's mechanism is its first compiler error, and build logs read alike whatever failed (pip's lines, the
+# compiler's flags): for a build failure, only an issue that shares the error itself (or a near-copy the memory
+# calls a possible duplicate) is a precedent, never one that is merely close.
+SIGNATURE_ONLY_SYMPTOMS = frozenset({"installation_build_failure"})
 Shared = TypeVar("Shared", Neighbour, RelatedIssue)  # a case that may share an error signature with the issue
 
 
@@ -81,8 +85,9 @@ def select_precedents(related: list[RelatedIssue], neighbours: list[Neighbour], 
         neighbours, related = _telling_only(neighbours, telling), _telling_only(related, telling)
     chosen: list[Precedent] = []
     seen: set[str] = set()
-    own = sorted((r for r in related if r.signature or r.score >= related_floor),
-                 key=lambda r: (r.signature is None, -r.score))
+    builds = symptom in SIGNATURE_ONLY_SYMPTOMS
+    close = [r for r in related if r.signature or r.possible_duplicate or (r.score >= related_floor and not builds)]
+    own = sorted(close, key=lambda r: (r.signature is None, -r.score))
     for r in own:
         case_id = f"{r.repo}#{r.number}"
         if own_repo and not same_repo(r.repo, own_repo):
@@ -97,6 +102,8 @@ def select_precedents(related: list[RelatedIssue], neighbours: list[Neighbour], 
         if len(chosen) >= MAX_PRECEDENTS:
             break
         gold = n.labels.get("symptom")
+        if not n.signature and (builds or gold in SIGNATURE_ONLY_SYMPTOMS):
+            continue
         if not n.signature and gold and ((symptom and gold != symptom) or
                                          (allowed_symptoms and gold not in allowed_symptoms)):
             continue

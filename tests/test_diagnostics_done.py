@@ -41,6 +41,16 @@ DONE: dict[str, tuple[tuple[str, str], tuple[str, str], str | None]] = {
         ("NCCL error at init", "ncclSystemError: unhandled system error\nNCCL WARN socketStartConnect: Connect to "
          "10.0.0.2<4301> failed"),
         ("NCCL error at init", "ncclSystemError: unhandled system error on every rank."), None),
+    "megatron_dataset_prefix_not_found": (
+        ("Pretraining cannot find the data", "--data-path /mnt/corpus/wiki_text_document\nDataset does not exist: "
+         "/mnt/corpus/wiki_text_document (the files are on a local disk of node 0)"),
+        ("Pretraining cannot find the data", "--data-path /mnt/corpus/wiki\nDataset does not exist: /mnt/corpus/wiki"),
+        "Megatron-LM"),
+    "megatron_dataset_index_build_slow": (
+        ("Stuck before training starts", "It is stuck at > building train, validation, and test datasets ...; with "
+         "--mock-data the same job reaches iteration 10 in a minute."),
+        ("Stuck before training starts", "It is stuck at > building train, validation, and test datasets ... for "
+         "an hour; GPUs idle."), "Megatron-LM"),
 }
 
 

@@ -7,6 +7,10 @@ from pydantic import BaseModel
 
 from bot.core.domain import Issue
 
+# The collaborator roles (GitHub's `role_name`) that may triage: command the bot, vote on the review page, sign in
+# to it; read, none and custom roles may not.
+TRIAGE_ROLES = frozenset({"admin", "maintain", "write", "triage"})
+
 
 class Comment(BaseModel):
     """A comment on an issue, reduced to what the bot needs."""

@@ -6,7 +6,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from bot.service.github.models import WebhookEvent
+from bot.service.github.models import TRIAGE_ROLES, WebhookEvent
 from bot.service.handlers.config_file import usable_config
 from bot.service.handlers.context import JobContext
 from bot.service.handlers.feedback import record_corrections, validate_corrections
@@ -18,8 +18,6 @@ log = logging.getLogger(__name__)
 router = Router()
 
 COMMAND = re.compile(r"^[ \t]*/triage(?:[ \t]+(?P<args>[^\n]*))?[ \t]*$", re.MULTILINE)
-# The collaborator roles (GitHub's `role_name`) that may command the bot; read, none and custom roles may not.
-TRIAGE_ROLES = frozenset({"admin", "maintain", "write", "triage"})
 # Without API access the payload's association is the only hint of who may command the bot, and only OWNER is
 # sure: a MEMBER of the organisation or a COLLABORATOR may hold the read role alone (fail closed).
 TRUSTED_ASSOCIATIONS = frozenset({"OWNER"})

@@ -14,7 +14,8 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from bot.service.review import oauth, sessions
+from bot.service.github import oauth
+from bot.service.review import sessions
 from bot.service.review.records import reviewed_repos
 from bot.service.review.rendering import page
 from bot.service.review.sessions import COOKIE, LOGIN_COOKIE, ReviewSession

@@ -12,8 +12,8 @@ import time
 from bot.service.decisions.models import Decision
 from bot.service.errors import NotFound
 from bot.service.github.client import InstallationClient
+from bot.service.github.models import TRIAGE_ROLES
 from bot.service.github.payloads import installation_of
-from bot.service.handlers.commands import TRIAGE_ROLES
 from bot.service.review.records import REACTION
 from bot.service.state import ServiceState
 

@@ -9,7 +9,7 @@ from urllib.parse import quote, urlencode
 import httpx
 
 from bot.core.settings import Settings
-from bot.service.handlers.commands import TRIAGE_ROLES
+from bot.service.github.models import TRIAGE_ROLES
 
 log = logging.getLogger(__name__)
 

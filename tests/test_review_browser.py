@@ -76,9 +76,12 @@ def chrome() -> Iterator[Any]:
 
 
 def _wait(driver: Any, condition: Any) -> Any:
+    """Until `condition` holds; an element read while a form's submit reloads the page is stale, and is read
+    again from the new page."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, WAIT_S).until(condition)
+    return WebDriverWait(driver, WAIT_S, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
 
 
 def _sign_in(driver: Any, github: FakeGitHub, served: Served, login: str) -> None:

@@ -88,7 +88,7 @@ def score_comment(case: Case, result: TriageResult, plan: CommentPlan, markdown:
         "id": case.id, "repo": case.repo, "gold_kind": case.labels.get("kind"),
         "gold_symptom": case.labels.get("symptom"), "posted": markdown is not None, "chars": chars,
         "comment": markdown, "not_sure": markdown.lower().count("not sure") if markdown else 0,
-        "rows": [row.axis for row in plan.rows] if markdown else [],
+        "rows": [row.axis for row in plan.rows] if markdown and plan.show_labels else [],  # the label lines in words
         "asks": plan.asks if markdown else [],
         "asks_shown": [f for f in plan.asks if text_shows(f, text, case.repo)] if markdown else [],
         "predicted_symptom": result.predictions["symptom"].top[0][0], "shown_symptom": result.label("symptom"),
@@ -200,7 +200,7 @@ def table_markdown(results: dict[str, Any]) -> str:
         ("share posted", f"{s['posted']} ({_pct(s['posted_share'])})", ""),
         ("median posted comment (characters, marker excluded)", f"{s['median_chars']:.0f}", "<= 600"),
         ("\"not sure\" rows", f"{s['not_sure_rows']}", "0"),
-        ("label rows per posted comment (mean / max)", f"{s['rows_mean']:.2f} / {s['rows_max']}", ""),
+        ("label lines in the text per posted comment (mean / max)", f"{s['rows_mean']:.2f} / {s['rows_max']}", ""),
         ("asks per posted comment (mean / max)", f"{s['asks_mean']:.2f} / {s['asks_max']}", "<= 2"),
         ("asks for a fact the text shows (literal evidence)", f"{s['asks_for_shown_facts']} of {s['asks']}", "0"),
         ("precedents: the repository's own issues", links(s["precedent"]), ">= 0.80"),

@@ -54,6 +54,7 @@ def test_eval_comments_comments_each_fold_as_opened_and_writes_the_table_and_the
     assert summary["issues"] == len(records) - 3 and results["not_opened"] == 2 and results["memory"] is memory
     assert summary["not_sure_rows"] == 0 and summary["pinging_links"] == 0 and summary["asks_max"] <= 2
     assert summary["labels_and_asks_only"] == 0 and summary["links_after"] == 0
+    assert summary["rows_max"] == 0  # the labels stay out of the text by default (`comment_labels: false`)
     assert summary["links_other_repo_unshared"] == 0 and summary["links_in_post"] == 0
     assert summary["evidence"]["issues"] == 0  # one repository only
     assert results["provenance"]["git"]

@@ -171,6 +171,10 @@ def test_one_ask_unless_both_block_the_next_step() -> None:
     ("Could you create a pull request?", False),
     ("PR #123 broke my run after the upgrade.", False),
     ("I tried the fix from the docs and it still fails.", False),
+    ("The error goes away: this problem is solved by removing the two arguments from init_process_group.", True),
+    ("We worked around it by setting the flag to false in our launcher.", True),
+    ("Is this issue fixed by setting a larger timeout?", False),  # asking
+    ("The problem is not fixed by upgrading; it still hangs.", False),
 ])
 def test_a_post_that_brings_its_own_fix_is_recognised(text: str, own: bool) -> None:
     assert proposes_own_fix(text) is own

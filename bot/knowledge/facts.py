@@ -69,7 +69,12 @@ OWN_FIX = re.compile(
     r"(?:to|that)\s+(?:\w{2,20}ly\s+)?(?:fix|prevent|address|solve|work\s*around)|"
     r"\b(?:my|our)\s+(?:draft\s+)?(?:PRs?|MRs?|pull\s+requests?|merge\s+requests?)\b|"
     r"\bfix(?:ed)?\s+(?:it\s+)?(?:in|by|with)\s+(?:my\s+|our\s+)?(?:PR|MR|pull\s+request|#\d{1,6}|"
-    r"https://github\.com/[\w.-]{1,100}/[\w.-]{1,100}/pull/\d{1,7})", re.IGNORECASE)
+    r"https://github\.com/[\w.-]{1,100}/[\w.-]{1,100}/pull/\d{1,7})|"
+    # the change they applied, named: "this issue is fixed by removing ...", "I solved it by setting ..."
+    r"\b(?:this|the)\s+(?:issue|problem|error|bug|crash|hang)\s+(?:is|was|gets|got|can\s+be)\s+(?:fixed|solved|resolved|"
+    r"avoided|gone)\s+(?:by|after|when)\s+(?:I\s+|we\s+)?(?:remov|chang|sett?|add|replac|pass|patch|comment)\w*\b|"
+    r"\b(?:i|we)\s+(?:fixed|solved|resolved|worked\s+around)\s+(?:it|this|the\s+(?:issue|problem|error|bug))\s+by\s+"
+    r"(?:remov|chang|sett?|add|replac|pass|patch|comment)\w*\b", re.IGNORECASE)
 
 
 def proposes_own_fix(text: str) -> bool:

@@ -41,6 +41,16 @@ DONE: dict[str, tuple[tuple[str, str], tuple[str, str], str | None]] = {
         ("NCCL error at init", "ncclSystemError: unhandled system error\nNCCL WARN socketStartConnect: Connect to "
          "10.0.0.2<4301> failed"),
         ("NCCL error at init", "ncclSystemError: unhandled system error on every rank."), None),
+    "address_in_use": (
+        ("Address already in use at init", "I made sure the port 29500 is free before starting.\nRuntimeError: "
+         "The server socket has failed to listen on any local network address. Address already in use"),
+        ("Address already in use at init", "RuntimeError: The server socket has failed to listen on any local "
+         "network address. Address already in use"), None),
+    "colossalai_run_failed": (
+        ("colossalai run fails on two nodes", "torchrun works fine on each node by itself.\nError: failed to run "
+         "torchrun --nproc_per_node=8 --nnodes=2 train.py on node-2"),
+        ("colossalai run fails on two nodes", "Error: failed to run torchrun --nproc_per_node=8 --nnodes=2 train.py "
+         "on node-2"), "Colossal-AI"),
     "megatron_dataset_prefix_not_found": (
         ("Pretraining cannot find the data", "--data-path /mnt/corpus/wiki_text_document\nDataset does not exist: "
          "/mnt/corpus/wiki_text_document (the files are on a local disk of node 0)"),

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from bot.core.errors import ConfigError, TriageError
 from bot.core.paths import default_data_dir
-from bot.core.settings import Settings
+from bot.core.settings import AXES, Settings
 from bot.models.predictors import predictor_names
 from eval.measures_cli import diagnostics, floor, signatures
 from eval.task import RunConfig, default_predictors, load_task, task_config
@@ -80,6 +80,10 @@ def run(
         help="What each test record is predicted from: `opened` (default: its opening post, dated, as the App "
              "sees it; records without one train but are not scored) or `thread` (the whole window: an upper "
              "bound, reported apart).")] = None,
+    train_text: Annotated[str | None, typer.Option(
+        help="What the case bases learn from: `thread` (each window as stored) or `opened` (each case cut to "
+             "its opening post; windows without one keep their text). Default: DDL_TRIAGE_CASE_TEXT, else "
+             "thread.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
     quick: Annotated[bool, typer.Option(
         "--quick", help="One repetition of the cross-validation (--repeats 1), whatever the task says.")] = False,
@@ -96,7 +100,7 @@ def run(
     config = build_config(settings, task=task, dataset=dataset, extra_cases=extra_cases,
                           no_extra_cases=no_extra_cases, train_on=train_on, predictors=predictors, folds=folds,
                           seed=seed, bootstrap=bootstrap, fit_cache=fit_cache, repeats=1 if quick else repeats,
-                          baseline=baseline, calibrate=calibrate, text=text)
+                          baseline=baseline, calibrate=calibrate, text=text, train_text=train_text)
     planned = job_predictors(config)
     workers = max(1, min(jobs or min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS), len(planned)))
     print(describe_estimate(settings.cache_dir, planned, config.calibrate, workers), file=sys.stderr, flush=True)
@@ -118,7 +122,7 @@ def build_config(settings: Settings, *, task: str | None, dataset: list[Path] | 
                  extra_cases: list[Path] | None, no_extra_cases: bool, train_on: list[Path] | None,
                  predictors: str | None, folds: int | None, seed: int | None, bootstrap: int | None,
                  fit_cache: bool, repeats: int | None = None, baseline: str | None = None,
-                 calibrate: bool = True, text: str | None = None) -> RunConfig:
+                 calibrate: bool = True, text: str | None = None, train_text: str | None = None) -> RunConfig:
     """The RunConfig of a definition (if any) with the command-line flags applied on top."""
     overrides: dict[str, Any] = {}
     if dataset:
@@ -130,7 +134,7 @@ def build_config(settings: Settings, *, task: str | None, dataset: list[Path] | 
     if predictors:
         overrides["predictors"] = tuple(p.strip() for p in predictors.split(",") if p.strip())
     for key, value in {"folds": folds, "seed": seed, "bootstrap_resamples": bootstrap, "repeats": repeats,
-                       "baseline": baseline, "text": text}.items():
+                       "baseline": baseline, "text": text, "train_text": train_text}.items():
         if value is not None:
             overrides[key] = value
     names = (*overrides.get("predictors", ()), *([baseline] if baseline else []))
@@ -185,17 +189,82 @@ def report(
     from eval.report import write_outputs
     from eval.rescore import rescore as rescore_results
 
-    path = directory / "results.json"
-    try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        fail(f"{path}: cannot read: {exc.strerror}")
-    except json.JSONDecodeError as exc:
-        fail(f"{path}:{exc.lineno}: not JSON ({exc.msg})")
+    results = read_results(directory)
     if rescore:
         results = rescore_results(results)
     written = write_outputs(results, directory)
     print(f"eval: wrote {len(written)} files to {directory}", file=sys.stderr)
+
+
+def read_results(directory: Path) -> dict[str, Any]:
+    """A stored run's results.json, or a one-line error naming the file."""
+    path = directory / "results.json"
+    try:
+        results: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        fail(f"{path}: cannot read: {exc.strerror}")
+    except json.JSONDecodeError as exc:
+        fail(f"{path}:{exc.lineno}: not JSON ({exc.msg})")
+    return results
+
+
+@app.command()
+def thresholds(
+    directory: Annotated[Path, typer.Argument(help="A run's output directory (holding results.json).")],
+    predictor: Annotated[str, typer.Option(help="Whose labels are scored.")] = "linear-structured",
+    source: Annotated[str | None, typer.Option(
+        help="Report on the records of this gold file only (default ddl-dev.jsonl, the natural mix; `all` for "
+             "every scored record).")] = "ddl-dev.jsonl",
+) -> None:
+    """The fixed axis thresholds against thresholds re-chosen inside the folds (nested): how much the fixed
+    choice flatters the shown-label accuracy and coverage of a stored run."""
+    from bot.knowledge.taxonomy import load_taxonomy
+    from eval.thresholds import format_table, select_run
+
+    results = read_results(directory)
+    try:
+        selections = select_run(results, predictor, load_taxonomy(results["config"]["settings"]["taxonomy"]),
+                                None if source == "all" else source)
+    except KeyError as exc:
+        fail(f"{directory / 'results.json'}: {exc.args[0]}")
+    print(f"{directory}: {predictor}, records of {source}; utility per record: +1 a right label shown, -cost a "
+          "wrong one, 0 silence")
+    print(format_table(selections))
+
+
+@app.command()
+def compare(
+    first: Annotated[Path, typer.Argument(help="A run's output directory (holding results.json).")],
+    second: Annotated[Path, typer.Argument(help="Another run of the same records (e.g. other --train-text).")],
+    predictor: Annotated[str, typer.Option(help="The predictor compared across the two runs.")] = "linear-structured",
+    source: Annotated[str, typer.Option(
+        help="Compare on the records of this gold file only (`all`: every scored record).")] = "ddl-dev.jsonl",
+) -> None:
+    """One predictor in two stored runs of the same records: FIRST - SECOND per axis, with paired intervals."""
+    from bot.knowledge.taxonomy import load_taxonomy
+    from eval.paired import compare_axis
+
+    samples = []
+    for directory in (first, second):
+        predictors = read_results(directory)["evaluations"][0]["predictors"]
+        if predictor not in predictors:
+            fail(f"{directory / 'results.json'}: predictor {predictor!r} is not in this run; it has "
+                 f"{sorted(predictors)}")
+        samples.append([s for s in predictors[predictor]["samples"] if source == "all" or s.get("source") == source])
+    taxonomy = load_taxonomy("ddl-v1")
+    print(f"{predictor}: {first} - {second}, records of {source}; 95% paired bootstrap (1,000 resamples)\n")
+    print("| axis | records | accuracy diff [95% CI] | macro-F1 diff [95% CI] |\n|---|---|---|---|")
+    for axis in AXES:
+        try:
+            diff = compare_axis(samples[0], samples[1], axis, taxonomy, seed=0, resamples=1000)
+        except ValueError as exc:
+            fail(f"{first} and {second} did not score the same records ({exc}); compare runs of one task")
+        if diff is None:
+            print(f"| {axis} | 0 | - | - |")
+            continue
+        acc, f1 = diff["accuracy_diff_ci"], diff["macro_f1_diff_ci"]
+        print(f"| {axis} | {diff['n']} | {diff['accuracy_diff']:+.3f} [{acc[0]:+.3f}, {acc[1]:+.3f}] | "  # type: ignore[index]
+              f"{diff['macro_f1_diff']:+.3f} [{f1[0]:+.3f}, {f1[1]:+.3f}] |")  # type: ignore[index]
 
 
 @app.command()

@@ -35,8 +35,8 @@ from eval.splits import (
 from eval.task import RunConfig
 
 RESULTS_SCHEMA = 3  # bump when the layout of results.json changes (2: repeats, paired, slices; 3: text)
-SETTINGS_RECORDED = {"taxonomy", "embedding_model", "neighbours", "thresholds", "use_silver", "seed", "llm",
-                     "llm_base_url", "llm_max_tokens", "llm_timeout_s"}
+SETTINGS_RECORDED = {"taxonomy", "embedding_model", "neighbours", "thresholds", "use_silver", "case_text", "seed",
+                     "llm", "llm_base_url", "llm_max_tokens", "llm_timeout_s"}
 MAX_NOTED_PROBLEMS = 10
 
 
@@ -67,7 +67,7 @@ def run_benchmark(config: RunConfig, settings: Settings, reporter: Reporter, *, 
                   command: str = "") -> dict[str, Any]:
     """Every dataset of the config through every predictor; the self-describing results object."""
     started, clock = dt.datetime.now(dt.UTC), time.monotonic()
-    settings = settings.model_copy(update={"seed": config.seed})
+    settings = settings.model_copy(update={"seed": config.seed, "case_text": config.train_text or settings.case_text})
     taxonomy = load_taxonomy(settings.taxonomy)
     with JobRunner(workers) as jobs:
         context = Context(config, settings, taxonomy, make_embedder(settings), reporter, jobs)

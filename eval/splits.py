@@ -12,7 +12,7 @@ from bot.core.domain import Case
 from bot.core.errors import ConfigError
 from bot.models.embedding import Embedder, text_hash
 from bot.reading.normalise import normalise
-from bot.reading.opening import has_opening_post, opened_at, opening_post
+from bot.reading.opening import as_opened
 from eval.folds import assign_folds, leaking_rows, near_duplicate_groups
 from eval.links import linked_pairs
 
@@ -30,14 +30,6 @@ class Split:
     unscored: int = 0  # test records left out as opened: their window has no opening post (they still train)
 
 Text = Literal["opened", "thread"]  # what a test record is predicted from: its opening post, or the whole window
-
-
-def as_opened(case: Case) -> Case | None:
-    """The record as the App sees it when the issue is opened: the opening post alone, dated by its header;
-    None when the window starts mid-thread (no opening post to predict from)."""
-    if not has_opening_post(case.body):
-        return None
-    return case.model_copy(update={"body": opening_post(case.body), "created_at": opened_at(case.body)})
 
 
 def with_text(splits: Sequence[Split], text: Text) -> list[Split]:

@@ -92,6 +92,8 @@ class RunConfig(_Strict):
     # opened: every test record is predicted from its opening post, dated by its header, and records without one
     # are not scored (they still train); thread: from the whole window, an upper bound on what the App can do.
     text: Text = "opened"
+    # What the case bases learn from (`Settings.case_text`): None keeps the setting (DDL_TRIAGE_CASE_TEXT).
+    train_text: Text | None = None
 
     @property
     def mode(self) -> str:

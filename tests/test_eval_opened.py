@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 from bot.core.domain import Case
+from bot.core.errors import ConfigError
 from bot.core.settings import Settings
 from bot.knowledge.taxonomy import Taxonomy
-from bot.reading.opening import has_opening_post
+from bot.models.engine import Engine, fit_engine
+from bot.reading.opening import case_base_text, has_opening_post
 from eval.cli import build_config
 from eval.data import load_set
 from eval.splits import Embedded, Split, as_opened, temporal_split, with_text
@@ -97,3 +99,35 @@ def test_the_temporal_task_is_defined_beside_the_folds(gold_dir: Path) -> None:
     config = task_config(load_task("ddl-dev-temporal"), gold_dir, llm_configured=False)
     assert config.fold_by == "time" and config.text == "opened" and config.pool
     assert config.datasets == tuple(gold_dir / n for n in ("ddl-dev.jsonl", "ddl-dev-r3.jsonl", "ddl-dev-r4.jsonl"))
+
+
+def test_the_case_base_learns_from_the_opening_posts_when_told() -> None:
+    cases = [_case(1, THREAD), _case(2, MID_THREAD)]
+    assert case_base_text(cases, "thread") == cases
+    opened, mid_thread = case_base_text(cases, "opened")
+    assert opened.body == OPENING and opened.created_at == datetime(2023, 4, 2, tzinfo=UTC)
+    assert mid_thread == cases[1]  # no opening post: the window still trains
+
+
+def test_an_engine_fitted_on_opening_posts_never_reads_the_later_comments(settings: Settings, engine: Engine) -> None:
+    cases = [_case(i, THREAD.replace("step 10", f"step {i}")) for i in range(6)] + [_case(9, MID_THREAD)]
+    assert settings.case_text == "opened"  # the default: the case base learns from what the App will see
+    opened = fit_engine(settings, cases, embedder=engine.embedder, predictor_name="knn", calibrate=False,
+                        use_cache=False)
+    assert not any("NCCL timeout" in text for text in opened.training.texts)
+    assert sum("driver" in text for text in opened.training.texts) == 1  # the mid-thread window
+    whole = fit_engine(settings.model_copy(update={"case_text": "thread"}), cases, embedder=engine.embedder,
+                       predictor_name="knn", calibrate=False, use_cache=False)
+    assert all("NCCL timeout" in text for text in whole.training.texts[:6])
+
+
+def test_a_benchmark_says_what_its_case_bases_learned_from(settings: Settings, gold_dir: Path) -> None:
+    def train_text_of(train_text: str | None) -> str | None:
+        return build_config(settings, task="ddl-dev-cv", dataset=None, extra_cases=None, no_extra_cases=False,
+                            train_on=None, predictors=None, folds=None, seed=None, bootstrap=None, fit_cache=True,
+                            train_text=train_text).train_text
+
+    assert train_text_of(None) is None  # the setting decides (DDL_TRIAGE_CASE_TEXT)
+    assert train_text_of("opened") == "opened"
+    with pytest.raises(ConfigError, match="--train-text: Input should be 'opened' or 'thread'"):
+        train_text_of("comments")

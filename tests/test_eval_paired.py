@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
 from bot.core.settings import AXES
 from bot.knowledge.taxonomy import load_taxonomy
 from eval.calibration import brier_score, expected_calibration_error, reliability_bins
+from eval.cli import app
 from eval.paired import compare_axis, mcnemar_p
 from eval.scoring import Answer, Sample, score_samples
 
@@ -80,3 +86,18 @@ def test_transfer_scores_only_shared_labels_and_skips_an_axis_with_one_gold_clas
     scores = score_samples(samples, TAXONOMY, {}, seed=0, resamples=100, allowed=allowed)
     assert scores["kind"]["n"] == 0 and "1 gold class" in str(scores["kind"]["not_scored"])
     assert scores["symptom"]["n"] == 6 and scores["symptom"]["skipped"] == {"label the case base never holds": 3}
+
+
+def test_the_compare_command_pairs_one_predictor_across_two_stored_runs(tmp_path: Path) -> None:
+    for name, every in (("better", 8), ("worse", 2)):
+        (tmp_path / name).mkdir()
+        results = {"evaluations": [{"predictors": {"linear-structured": {"samples": run(every)}}}]}
+        (tmp_path / name / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    ran = CliRunner().invoke(app, ["compare", str(tmp_path / "better"), str(tmp_path / "worse"), "--source", "all"])
+    assert ran.exit_code == 0, ran.output
+    symptom = next(line for line in ran.output.splitlines() if line.startswith("| symptom |"))
+    assert symptom.startswith("| symptom | 80 | +0.375 [+0.")  # 30 more right of 80, beyond noise
+    assert "| kind | 0 | - | - |" in ran.output
+    wrong = CliRunner().invoke(app, ["compare", str(tmp_path / "better"), str(tmp_path / "worse"),
+                                     "--predictor", "knn"])
+    assert wrong.exit_code == 1 and "predictor 'knn' is not in this run" in wrong.output

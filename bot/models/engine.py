@@ -28,6 +28,7 @@ from bot.models.policy import Calibrator, decide, fit_calibrator, out_of_fold, w
 from bot.models.predictors.base import Predictor, Query, TrainingSet, make_predictor, predictor_names, training_label
 from bot.models.retrieval import CaseIndex
 from bot.reading.normalise import NormalisedIssue, normalise
+from bot.reading.opening import case_base_text
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +193,7 @@ def fit_engine(settings: Settings, cases: list[Case], *, embedder: Embedder, pre
     """Fit a predictor and its calibration on `cases` (cached on disk by content when `use_cache`)."""
     taxonomy = taxonomy or load_taxonomy(settings.taxonomy)
     name = predictor_name or settings.predictor
+    cases = case_base_text(cases, settings.case_text)
     training, normalised = build_training_set(cases, taxonomy, embedder, settings.use_silver, progress)
 
     predictor = make_predictor(name, settings)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+from bot.core.domain import Case
+
 _LATER_SECTION = re.compile(r"^\S+ · (?:comment|review|commit) · \d{4}-\d\d-\d\d\s*$", re.M)
 _DESCRIPTION = re.compile(r"· description · (\d{4}-\d\d-\d\d)")
 _ANY_SECTION = re.compile(r"^\S+ · (?:description|comment|review|commit) · (\d{4}-\d\d-\d\d)\s*$", re.M)
@@ -32,6 +34,22 @@ def opened_at(body: str) -> datetime | None:
     """The opening post's date (UTC midnight) from its `description` header, or None when the window has none."""
     found = _DESCRIPTION.search(body or "")
     return _utc_day(found.group(1)) if found else None
+
+
+def as_opened(case: Case) -> Case | None:
+    """The record as the App sees it when the issue is opened: the opening post alone, dated by its header;
+    None when the window starts mid-thread (no opening post to predict from)."""
+    if not has_opening_post(case.body):
+        return None
+    return case.model_copy(update={"body": opening_post(case.body), "created_at": opened_at(case.body)})
+
+
+def case_base_text(cases: list[Case], text: str) -> list[Case]:
+    """The case base a model learns from: the windows as stored (`thread`), or (`opened`) each case cut to its
+    opening post, the text the App will compare new issues with; a window with no opening post keeps its text."""
+    if text == "thread":
+        return cases
+    return [as_opened(c) or c for c in cases]
 
 
 def opened_no_later_than(body: str) -> datetime | None:

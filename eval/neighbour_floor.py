@@ -1,7 +1,9 @@
 """How similar must a labelled case be to earn a place in the comment? Precision per similarity bin.
 
-For every gold record with an established symptom, its nearest cases in the rest of the case base (the
-record itself excluded) are paired with it; a pair is a hit when both carry the same gold symptom. The
+Measured as the App sees it: every gold record with an opening post and an established symptom is read from its
+opening post, dated, and its nearest cases among those opened before it in the rest of the case base (the case
+base's text as `Settings.case_text` says; the record itself excluded) are paired with it; a pair is a hit when
+both carry the same gold symptom. The
 table gives, per cosine bin, how many pairs fall in it and what share are hits, and the share of hits
 among all pairs at or above the bin's lower edge (what a floor there would show).
 """
@@ -19,6 +21,7 @@ from bot.knowledge.taxonomy import load_taxonomy
 from bot.models.embedding import Embedder, EmbeddingCache
 from bot.models.retrieval import CaseIndex
 from bot.reading.normalise import normalise
+from bot.reading.opening import as_opened, case_base_text
 
 BIN_WIDTH = 0.05
 
@@ -42,18 +45,19 @@ class FloorRow:
 
 def measure_floor(settings: Settings, queries: list[Path], case_files: list[Path], k: int = 10) -> list[FloorRow]:
     taxonomy = load_taxonomy(settings.taxonomy)
-    cases = load_case_base(case_files, taxonomy, LoadReport())
+    cases = case_base_text(load_case_base(case_files, taxonomy, LoadReport()), settings.case_text)
     embedder = Embedder(settings.embedding_model, EmbeddingCache(settings.cache_dir / "embeddings.sqlite3"))
     index = CaseIndex(cases, embedder.embed([normalise(c).text for c in cases]))
-    query_ids = {c.id for c in load_case_base(queries, taxonomy, LoadReport())}
-    rows = [i for i, c in enumerate(cases) if c.id in query_ids and c.labels.get("symptom")]
-    hits = index.nearest(index.vectors[rows], k, [{cases[i].id} for i in rows])
+    opened = [as_opened(c) for c in load_case_base(queries, taxonomy, LoadReport())]
+    asked = [c for c in opened if c is not None and c.labels.get("symptom")]
+    vectors = embedder.embed([normalise(c).text for c in asked])
+    hits = index.nearest(vectors, k, [{c.id} for c in asked], before=[c.created_at for c in asked])
     sims, same = [], []
-    for i, found in zip(rows, hits, strict=True):
+    for query, found in zip(asked, hits, strict=True):
         for j, sim in found:
             if cases[j].labels.get("symptom"):
                 sims.append(sim)
-                same.append(cases[j].labels["symptom"] == cases[i].labels["symptom"])
+                same.append(cases[j].labels["symptom"] == query.labels["symptom"])
     return _bin(np.array(sims), np.array(same, dtype=bool))
 
 

@@ -10,8 +10,7 @@ from bot.core.settings import AXES
 
 MARKER_PREFIX = "<!-- ddl-triage v1"
 MARKER_PATTERN = re.compile(r"<!-- ddl-triage v1\b[^>]*-->")
-FOOTER = ("<sub>Automated suggestion by ddl-triage; it changes nothing here. Correct it with `/triage symptom=...`, "
-          "or re-run it with `/triage`.</sub>")
+FOOTER = "<sub>Automated suggestion by ddl-triage; it changes nothing. Correct it: `/triage symptom=...`.</sub>"
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
 
 

@@ -9,6 +9,7 @@ records whose gold label the case base never holds are skipped, and rankings kee
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -170,7 +171,7 @@ def score_samples(samples: Sequence[Sample], taxonomy: Taxonomy, thresholds: dic
         scores[axis] = {
             **base, **metrics, "repeats": len(per_repeat), "per_repeat": spread,
             "errors": error_counts([axis_view(r, axis, taxonomy, labels) for r in repeats.values()]),
-            "mean": {k: round(float(np.nanmean(v)), 4) for k, v in spread.items()},
+            "mean": {k: round(_mean_of_defined(v), 4) for k, v in spread.items()},
             "sd": {k: round(float(np.nanstd(v, ddof=1)) if len(v) > 1 else 0.0, 4) for k, v in spread.items()},
             "reliability": reliability_bins(view.confidence, correct),
         }
@@ -190,3 +191,10 @@ def none_apart(samples: Sequence[Sample], axis: str) -> dict[str, object]:
     rows = [s for s in samples if s["gold"].get(axis) == "none"]
     said = sum(1 for s in rows if s["predicted"][axis]["top"] and s["predicted"][axis]["top"][0][0] == "none")
     return {"n": len(rows), "predicted_none": said}
+
+
+def _mean_of_defined(values: Sequence[float]) -> float:
+    """The mean over the repetitions where the metric is defined (NaN, without a warning, when it never is:
+    e.g. shown accuracy when no repetition showed a label)."""
+    defined = [v for v in values if not math.isnan(v)]
+    return float(np.mean(defined)) if defined else math.nan

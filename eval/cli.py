@@ -225,7 +225,7 @@ def thresholds(
     try:
         selections = select_run(results, predictor, load_taxonomy(results["config"]["settings"]["taxonomy"]),
                                 None if source == "all" else source)
-    except KeyError as exc:
+    except (KeyError, ValueError) as exc:
         fail(f"{directory / 'results.json'}: {exc.args[0]}")
     print(f"{directory}: {predictor}, records of {source}; utility per record: +1 a right label shown, -cost a "
           "wrong one, 0 silence")

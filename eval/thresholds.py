@@ -78,6 +78,9 @@ def select_axis(samples: Sequence[Sample], axis: str, taxonomy: Taxonomy, fixed_
     nested_mask = np.zeros(len(rows), dtype=bool)
     chosen = []
     for r in sorted(set(repeat.tolist())):
+        if len(set(fold[repeat == r].tolist())) < 2:
+            raise ValueError(f"{axis}: repetition {r} has a single test part (a temporal or transfer run); the "
+                             "thresholds are re-chosen on the other folds, so give a cross-validation run")
         for f in sorted(set(fold[repeat == r].tolist())):
             here = (repeat == r) & (fold == f)
             others = (repeat == r) & (fold != f) & ~withheld

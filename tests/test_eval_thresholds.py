@@ -71,3 +71,9 @@ def test_the_command_reads_a_stored_run_and_names_what_is_missing(tmp_path: Path
     assert "| symptom | 19 | 0.50 (1) | 0.556 @ 0.95 (+0.105) | 0.429 @ 0.74 (-0.105) | 0.55-0.70, 0.55 |" in ran.output
     missing = CliRunner().invoke(app, ["thresholds", str(tmp_path), "--predictor", "knn"])
     assert missing.exit_code == 1 and "predictor 'knn' is not in this run" in missing.output
+
+
+def test_a_run_with_one_test_part_is_refused_with_the_reason(taxonomy: Taxonomy) -> None:
+    one_part = [{**sample, "fold": 0} for sample in _samples()]
+    with pytest.raises(ValueError, match="single test part"):
+        select_axis(one_part, "symptom", taxonomy, fixed_threshold=0.5, report_source=None)

@@ -81,9 +81,9 @@ def run(
              "sees it; records without one train but are not scored) or `thread` (the whole window: an upper "
              "bound, reported apart).")] = None,
     train_text: Annotated[str | None, typer.Option(
-        help="What the case bases learn from: `thread` (each window as stored) or `opened` (each case cut to "
-             "its opening post; windows without one keep their text). Default: DDL_TRIAGE_CASE_TEXT, else "
-             "thread.")] = None,
+        help="What the case bases learn from: `opened` (each case cut to its opening post; windows without one "
+             "keep their text) or `thread` (each window as stored). Default: DDL_TRIAGE_CASE_TEXT, else "
+             "opened.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
     quick: Annotated[bool, typer.Option(
         "--quick", help="One repetition of the cross-validation (--repeats 1), whatever the task says.")] = False,
@@ -196,6 +196,16 @@ def report(
     print(f"eval: wrote {len(written)} files to {directory}", file=sys.stderr)
 
 
+def _evaluation(results: dict[str, Any], directory: Path) -> dict[str, Any]:
+    """The first evaluation of a stored run, or a one-line error naming the file and the missing field."""
+    try:
+        evaluation: dict[str, Any] = results["evaluations"][0]
+        evaluation["predictors"]
+    except (KeyError, IndexError, TypeError):
+        fail(f"{directory / 'results.json'}: no evaluations[0].predictors: not the results.json of `eval run`")
+    return evaluation
+
+
 def read_results(directory: Path) -> dict[str, Any]:
     """A stored run's results.json, or a one-line error naming the file."""
     path = directory / "results.json"
@@ -222,10 +232,13 @@ def thresholds(
     from eval.thresholds import format_table, select_run
 
     results = read_results(directory)
+    _evaluation(results, directory)
     try:
         selections = select_run(results, predictor, load_taxonomy(results["config"]["settings"]["taxonomy"]),
                                 None if source == "all" else source)
-    except (KeyError, ValueError) as exc:
+    except KeyError as exc:
+        fail(f"{directory / 'results.json'}: missing field {exc.args[0]}")
+    except ValueError as exc:
         fail(f"{directory / 'results.json'}: {exc.args[0]}")
     print(f"{directory}: {predictor}, records of {source}; utility per record: +1 a right label shown, -cost a "
           "wrong one, 0 silence")
@@ -244,14 +257,22 @@ def compare(
     from bot.knowledge.taxonomy import load_taxonomy
     from eval.paired import compare_axis
 
-    samples = []
+    samples, taxonomies = [], set()
     for directory in (first, second):
-        predictors = read_results(directory)["evaluations"][0]["predictors"]
+        results = read_results(directory)
+        predictors = _evaluation(results, directory)["predictors"]
         if predictor not in predictors:
             fail(f"{directory / 'results.json'}: predictor {predictor!r} is not in this run; it has "
                  f"{sorted(predictors)}")
         samples.append([s for s in predictors[predictor]["samples"] if source == "all" or s.get("source") == source])
-    taxonomy = load_taxonomy("ddl-v1")
+        taxonomies.add(results.get("config", {}).get("settings", {}).get("taxonomy", "ddl-v1"))
+    if len(taxonomies) > 1:
+        fail(f"{first} and {second} use other taxonomies ({sorted(taxonomies)}); compare runs of one task")
+    ids = [sorted((s.get("repeat", 0), s["id"]) for s in run) for run in samples]
+    if ids[0] != ids[1]:
+        fail(f"{first} and {second} did not predict the same records (or repetitions): {len(ids[0])} and "
+             f"{len(ids[1])} record-repetitions of {source}; compare runs of one task and one --repeats")
+    taxonomy = load_taxonomy(taxonomies.pop())
     print(f"{predictor}: {first} - {second}, records of {source}; 95% paired bootstrap (1,000 resamples)\n")
     print("| axis | records | accuracy diff [95% CI] | macro-F1 diff [95% CI] |\n|---|---|---|---|")
     for axis in AXES:

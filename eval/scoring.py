@@ -13,7 +13,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
@@ -58,6 +58,7 @@ class Sample(TypedDict):
     predicted: dict[str, Answer]
     fallback: str | None
     resolution_visible: bool | None  # ddl-dev: the annotator saw the resolution in the stored window
+    needs_details: NotRequired[bool]  # a report too bare to triage: every label withheld (older runs lack it)
 
 
 def sample_record(case: Case, result: TriageResult, fold: int, input_sha256: str, repeat: int = 0) -> Sample:
@@ -70,6 +71,7 @@ def sample_record(case: Case, result: TriageResult, fold: int, input_sha256: str
                    for axis, p in result.predictions.items()},
         fallback=result.fallback,
         resolution_visible=_resolution_visible(case),
+        needs_details=result.needs_details,
     )
 
 
@@ -172,7 +174,7 @@ def score_samples(samples: Sequence[Sample], taxonomy: Taxonomy, thresholds: dic
             **base, **metrics, "repeats": len(per_repeat), "per_repeat": spread,
             "errors": error_counts([axis_view(r, axis, taxonomy, labels) for r in repeats.values()]),
             "mean": {k: round(_mean_of_defined(v), 4) for k, v in spread.items()},
-            "sd": {k: round(float(np.nanstd(v, ddof=1)) if len(v) > 1 else 0.0, 4) for k, v in spread.items()},
+            "sd": {k: round(_sd_of_defined(v), 4) for k, v in spread.items()},
             "reliability": reliability_bins(view.confidence, correct),
         }
         if axis in BUG_REPORT_ONLY:
@@ -198,3 +200,9 @@ def _mean_of_defined(values: Sequence[float]) -> float:
     e.g. shown accuracy when no repetition showed a label)."""
     defined = [v for v in values if not math.isnan(v)]
     return float(np.mean(defined)) if defined else math.nan
+
+
+def _sd_of_defined(values: Sequence[float]) -> float:
+    """The sample standard deviation over the repetitions where the metric is defined; 0.0 with fewer than two."""
+    defined = [v for v in values if not math.isnan(v)]
+    return float(np.std(defined, ddof=1)) if len(defined) > 1 else 0.0

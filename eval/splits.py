@@ -34,7 +34,8 @@ Text = Literal["opened", "thread"]  # what a test record is predicted from: its 
 
 def with_text(splits: Sequence[Split], text: Text) -> list[Split]:
     """The splits with each test part predicted from `text`: `opened` cuts every test record to its opening post
-    and leaves out (counted in `unscored`) those that have none; the case bases keep the whole windows."""
+    and leaves out (counted in `unscored`) those that have none; the case bases are cut (or not) when the engine
+    is fitted (`Settings.case_text`)."""
     if text == "thread":
         return list(splits)
     out = []

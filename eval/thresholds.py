@@ -9,13 +9,14 @@ each repetition, the grid threshold with the best utility (at the same c) on the
 labels, never the fold's own), applied to the fold. The difference from the fixed thresholds, in shown accuracy
 and coverage on the headline file, is how much a fixed choice could flatter them.
 
-A record whose label was withheld although its confidence cleared the fixed threshold (a report too bare to
-triage shows no label under any threshold) stays unshown under every threshold.
+A report too bare to triage shows no label on any axis under any threshold: it stays unshown here too. Runs
+record it per record (`needs_details`); for older runs it is inferred: some axis withheld a label whose
+confidence cleared that axis's threshold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,15 +64,24 @@ def _shown(correct: np.ndarray, mask: np.ndarray, cost: float) -> Shown:
                  utility=(right - cost * (shown - right)) / n if n else 0.0)
 
 
+def is_bare(sample: Sample, thresholds: Mapping[str, float]) -> bool:
+    """Whether the engine withheld every label of this record as too bare to triage."""
+    if "needs_details" in sample:
+        return bool(sample["needs_details"])
+    return any(answer["label"] is None and answer["confidence"] >= thresholds.get(axis, 1.0)
+               for axis, answer in sample["predicted"].items())
+
+
 def select_axis(samples: Sequence[Sample], axis: str, taxonomy: Taxonomy, fixed_threshold: float,
-                report_source: str | None) -> AxisSelection:
-    """Fixed against nested thresholds for one axis; reported on the records of `report_source` (all if None)."""
+                report_source: str | None, thresholds: Mapping[str, float] | None = None) -> AxisSelection:
+    """Fixed against nested thresholds for one axis; reported on the records of `report_source` (all if None).
+    `thresholds` (every axis's, default this one's alone) tell a bare report in a run that did not record it."""
     cost = fixed_threshold / (1.0 - fixed_threshold)
     view = axis_view(samples, axis, taxonomy)
     rows = [samples[i] for i in view.rows]
     confidence = np.array(view.confidence, dtype=float)
     correct = np.array([g == r[0] for g, r in zip(view.gold, view.ranked, strict=True)], dtype=bool)
-    withheld = np.array([s is None for s in view.shown], dtype=bool) & (confidence >= fixed_threshold)
+    withheld = np.array([is_bare(s, thresholds or {axis: fixed_threshold}) for s in rows], dtype=bool)
     repeat = np.array([int(s.get("repeat", 0)) for s in rows], dtype=int)
     fold = np.array([int(s.get("fold", 0)) for s in rows], dtype=int)
     reported = np.array([report_source is None or s.get("source") == report_source for s in rows], dtype=bool)
@@ -100,10 +110,11 @@ def select_run(results: dict, predictor: str, taxonomy: Taxonomy, report_source:
     """Every shown axis of `predictor` in a stored run (its first evaluation), with the run's own thresholds."""
     evaluation = results["evaluations"][0]
     if predictor not in evaluation["predictors"]:
-        raise KeyError(f"predictor {predictor!r} is not in this run; it has {sorted(evaluation['predictors'])}")
+        raise ValueError(f"predictor {predictor!r} is not in this run; it has {sorted(evaluation['predictors'])}")
     thresholds = results["config"]["settings"]["thresholds"]
     samples = evaluation["predictors"][predictor]["samples"]
-    return [select_axis(samples, axis, taxonomy, float(thresholds[axis]), report_source) for axis in SHOWN_AXES]
+    return [select_axis(samples, axis, taxonomy, float(thresholds[axis]), report_source, thresholds)
+            for axis in SHOWN_AXES]
 
 
 def format_table(selections: Sequence[AxisSelection]) -> str:

@@ -131,3 +131,22 @@ def test_a_benchmark_says_what_its_case_bases_learned_from(settings: Settings, g
     assert train_text_of("opened") == "opened"
     with pytest.raises(ConfigError, match="--train-text: Input should be 'opened' or 'thread'"):
         train_text_of("comments")
+
+
+def test_calibration_groups_threads_by_the_links_in_their_later_comments(settings: Settings, engine: Engine,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import bot.models.engine as engine_module
+
+    seen: list[list[Case]] = []
+    real = engine_module.linked_pairs
+
+    def spy(cases: list[Case]) -> list[tuple[int, int]]:
+        seen.append(list(cases))
+        return real(cases)
+
+    monkeypatch.setattr(engine_module, "linked_pairs", spy)
+    linked = f"{OPENING}\n\nmaintainer · comment · 2023-04-05\nDuplicate of #3, closing."
+    cases = [_case(i, linked.replace("step 10", f"step {i}")) for i in range(12)]
+    fitted = fit_engine(settings, cases, embedder=engine.embedder, predictor_name="knn", use_cache=False)
+    assert not any("Duplicate" in text for text in fitted.training.texts)  # it learns from the opening posts
+    assert seen and all("Duplicate of #3" in c.body for c in seen[0])  # and groups by the whole threads

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from bot.core.settings import AXES
@@ -12,7 +14,7 @@ from bot.knowledge.taxonomy import load_taxonomy
 from eval.calibration import brier_score, expected_calibration_error, reliability_bins
 from eval.cli import app
 from eval.paired import compare_axis, mcnemar_p
-from eval.scoring import Answer, Sample, score_samples
+from eval.scoring import Answer, Sample, _mean_of_defined, _sd_of_defined, score_samples
 
 TAXONOMY = load_taxonomy("ddl-v1")
 SYMPTOMS = ["out_of_memory", "hang_timeout", "device_error", "import_error"]
@@ -101,3 +103,22 @@ def test_the_compare_command_pairs_one_predictor_across_two_stored_runs(tmp_path
     wrong = CliRunner().invoke(app, ["compare", str(tmp_path / "better"), str(tmp_path / "worse"),
                                      "--predictor", "knn"])
     assert wrong.exit_code == 1 and "predictor 'knn' is not in this run" in wrong.output
+
+
+def test_compare_refuses_runs_of_other_records(tmp_path: Path) -> None:
+    for name, samples in (("five", run(8)), ("four", run(8)[:-1])):
+        (tmp_path / name).mkdir()
+        results = {"evaluations": [{"predictors": {"linear-structured": {"samples": samples}}}]}
+        (tmp_path / name / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    ran = CliRunner().invoke(app, ["compare", str(tmp_path / "five"), str(tmp_path / "four"), "--source", "all"])
+    assert ran.exit_code == 1 and "did not predict the same records" in ran.output
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "results.json").write_text("{}", encoding="utf-8")
+    empty = CliRunner().invoke(app, ["compare", str(tmp_path / "five"), str(tmp_path / "empty")])
+    assert empty.exit_code == 1 and "no evaluations[0].predictors" in empty.output
+
+
+def test_a_metric_undefined_in_some_repetitions_is_averaged_over_the_others() -> None:
+    assert _mean_of_defined([0.5, float("nan"), 0.7]) == pytest.approx(0.6)
+    assert _sd_of_defined([0.5, float("nan"), 0.7]) == pytest.approx(0.1414, abs=1e-4)
+    assert np.isnan(_mean_of_defined([float("nan")] * 2)) and _sd_of_defined([float("nan"), 0.5]) == 0.0

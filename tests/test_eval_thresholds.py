@@ -77,3 +77,21 @@ def test_a_run_with_one_test_part_is_refused_with_the_reason(taxonomy: Taxonomy)
     one_part = [{**sample, "fold": 0} for sample in _samples()]
     with pytest.raises(ValueError, match="single test part"):
         select_axis(one_part, "symptom", taxonomy, fixed_threshold=0.5, report_source=None)
+
+
+def test_a_bare_report_stays_unshown_under_a_lower_nested_threshold(taxonomy: Taxonomy) -> None:
+    samples = [_sample(i, i % 3, 0.4, True) for i in range(12)]  # every label right at 0.4: 0.30-0.40 tie
+    bare = _sample(99, 0, 0.45, True, shown=False)
+    recorded = [*samples, {**bare, "needs_details": True}]
+    selection = select_axis(recorded, "symptom", taxonomy, fixed_threshold=0.5, report_source=None)
+    assert selection.chosen == [0.35, 0.35, 0.35]  # below 0.45: the bare report would be shown if not flagged
+    assert selection.nested.coverage == pytest.approx(12 / 13)  # the bare report is never shown
+    # An older run without the flag: another axis withheld a label it was sure of, so the report was bare.
+    inferred = {**bare, "predicted": {**bare["predicted"],
+                                      "kind": {"label": None, "confidence": 0.9, "top": [["bug_report", 0.9]]}}}
+    older = select_axis([*samples, inferred], "symptom", taxonomy, fixed_threshold=0.5, report_source=None,
+                        thresholds={"kind": 0.6, "symptom": 0.5})
+    assert older.nested.coverage == pytest.approx(12 / 13)
+    unflagged = select_axis([*samples, bare], "symptom", taxonomy, fixed_threshold=0.5, report_source=None,
+                            thresholds={"kind": 0.6, "symptom": 0.5})
+    assert unflagged.nested.coverage == 1.0  # below every threshold and not flagged: a plain low confidence

@@ -193,7 +193,7 @@ def fit_engine(settings: Settings, cases: list[Case], *, embedder: Embedder, pre
     """Fit a predictor and its calibration on `cases` (cached on disk by content when `use_cache`)."""
     taxonomy = taxonomy or load_taxonomy(settings.taxonomy)
     name = predictor_name or settings.predictor
-    cases = case_base_text(cases, settings.case_text)
+    stored, cases = cases, case_base_text(cases, settings.case_text)  # links in later comments still group
     training, normalised = build_training_set(cases, taxonomy, embedder, settings.use_silver, progress)
 
     predictor = make_predictor(name, settings)
@@ -215,7 +215,7 @@ def fit_engine(settings: Settings, cases: list[Case], *, embedder: Embedder, pre
             def queries_for(train: TrainingSet, rows: list[int]) -> list[Query]:
                 return make_queries(train.index, [normalised[i] for i in rows], training.index.vectors[rows],
                                     settings.neighbours + 5, before=[cases[i].created_at for i in rows])
-            groups = near_duplicate_groups(training.index.vectors, NEAR_DUPLICATE_COSINE, linked_pairs(cases))
+            groups = near_duplicate_groups(training.index.vectors, NEAR_DUPLICATE_COSINE, linked_pairs(stored))
             calibrator = fit_calibrator(training, out_of_fold(make, training, queries_for, CALIBRATION_FOLDS,
                                                               settings.seed, groups))
         if use_cache and predictor.cacheable:

@@ -37,12 +37,12 @@ def opened_at(body: str) -> datetime | None:
 
 
 def as_opened(case: Case) -> Case | None:
-    """The record as the App sees it when the issue is opened: the opening post alone, dated (its own
-    `created_at`, else its header's day); None when the window starts mid-thread (no opening post to predict from)."""
+    """The record as the App sees it when the issue is opened: the opening post alone, dated by its header (the day
+    the post itself shows, whatever date the record carried); None when the window starts mid-thread (no opening
+    post to predict from)."""
     if not has_opening_post(case.body):
         return None
-    return case.model_copy(update={"body": opening_post(case.body),
-                                   "created_at": case.created_at or opened_at(case.body)})
+    return case.model_copy(update={"body": opening_post(case.body), "created_at": opened_at(case.body)})
 
 
 def case_base_text(cases: list[Case], text: str) -> list[Case]:

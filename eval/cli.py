@@ -206,6 +206,11 @@ def _evaluation(results: dict[str, Any], directory: Path) -> dict[str, Any]:
     return evaluation
 
 
+def _run_taxonomy(results: dict[str, Any]) -> str:
+    """The taxonomy a stored run was scored with (runs record it in their settings; ddl-v1 otherwise)."""
+    return str(results.get("config", {}).get("settings", {}).get("taxonomy", "ddl-v1"))
+
+
 def read_results(directory: Path) -> dict[str, Any]:
     """A stored run's results.json, or a one-line error naming the file."""
     path = directory / "results.json"
@@ -234,7 +239,7 @@ def thresholds(
     results = read_results(directory)
     _evaluation(results, directory)
     try:
-        selections = select_run(results, predictor, load_taxonomy(results["config"]["settings"]["taxonomy"]),
+        selections = select_run(results, predictor, load_taxonomy(_run_taxonomy(results)),
                                 None if source == "all" else source)
     except KeyError as exc:
         fail(f"{directory / 'results.json'}: missing field {exc.args[0]}")
@@ -265,7 +270,7 @@ def compare(
             fail(f"{directory / 'results.json'}: predictor {predictor!r} is not in this run; it has "
                  f"{sorted(predictors)}")
         samples.append([s for s in predictors[predictor]["samples"] if source == "all" or s.get("source") == source])
-        taxonomies.add(results.get("config", {}).get("settings", {}).get("taxonomy", "ddl-v1"))
+        taxonomies.add(_run_taxonomy(results))
     if len(taxonomies) > 1:
         fail(f"{first} and {second} use other taxonomies ({sorted(taxonomies)}); compare runs of one task")
     ids = [sorted((s.get("repeat", 0), s["id"]) for s in run) for run in samples]

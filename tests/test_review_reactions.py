@@ -73,3 +73,20 @@ def test_reads_stay_within_the_budget_of_the_hour_and_skip_comments_older_than_1
         read = {r.path for r in github.requests if r.path.endswith("/reactions")}
         assert len(read) == 2
         assert read_reactions(state, now=now + 15 * 86400) == 0  # both comments are older than 14 days then
+
+
+def test_a_decision_row_that_does_not_parse_is_skipped_and_the_others_are_still_read(
+        app_settings: Settings, engine: Engine, github: FakeGitHub, caplog: pytest.LogCaptureFixture) -> None:
+    with running_service(app_settings, engine) as client:
+        deliver(client, issue_payload(github, number=42))
+        deliver(client, issue_payload(github, number=43))
+        wait_idle(client, timeout=300)
+        state = state_of(client)
+        broken, kept = state.store.decisions(10, REPO)
+        with state.store.transaction() as run:
+            run("UPDATE decisions SET decision = '{}' WHERE delivery_id = ?", (broken.delivery_id,))
+        (comment,) = github.bot_comments(REPO, kept.number)
+        github.react(comment["id"], ALICE, "+1")
+        assert read_reactions(state) == 1
+        assert records.ratings(state.store, REPO)[kept.delivery_id].useful == 1
+        assert f"cannot be read and are skipped (delivery {broken.delivery_id}" in caplog.text

@@ -3,6 +3,7 @@ issues per transaction: at 50,000 issues one transaction would hold the database
 
 from __future__ import annotations
 
+from bot.core.storage.fairness import give_way
 from bot.memory.store import MemoryStore
 
 BATCH = 200  # issues per transaction (a row holds its 1.5 KB vector): milliseconds of the write lock
@@ -14,6 +15,7 @@ def delete_repo(store: MemoryStore, repo: str, batch: int | None = None) -> list
     batch = batch or BATCH
     hashes: list[str] = []
     while True:
+        give_way(store.url)
         with store.transaction() as run:
             rows = run("SELECT number, text_hash FROM memory_issues WHERE repo = ? LIMIT ?", (repo, batch)).fetchall()
             marks = ", ".join("?" * len(rows))

@@ -186,10 +186,10 @@ def connect_github(settings: Settings) -> GitHubApp | None:
     return GitHubApp(credentials, write_interval_s=settings.write_interval_s) if credentials else None
 
 
-def open_store(settings: Settings, busy_timeout_s: float = 30.0) -> Store:
+def open_store(settings: Settings, busy_timeout_s: float = 30.0, urgent: bool = False) -> Store:
     """The service database, or a ConfigError that names it and says what to check."""
     try:
-        return Store(settings.sqlite_url, busy_timeout_s=busy_timeout_s)
+        return Store(settings.sqlite_url, busy_timeout_s=busy_timeout_s, urgent=urgent)
     except sqlite3.Error as exc:
         raise ConfigError(f"DDL_TRIAGE_DATABASE_URL {redact(settings.sqlite_url)}: cannot open the database ({exc}); "
                           "check that the file and its directory exist and are writable") from None
@@ -198,6 +198,6 @@ def open_store(settings: Settings, busy_timeout_s: float = 30.0) -> Store:
 def open_intake(settings: Settings, store: Store) -> Intake:
     """The webhook's writer. Its connections wait for the database less than the ack's bound, so that a
     delivery refused with 503 was, as far as timing allows, not stored either (a redelivery is deduplicated)."""
-    return Intake([open_store(settings, busy_timeout_s=settings.ack_timeout_s * 0.4)
+    return Intake([open_store(settings, busy_timeout_s=settings.ack_timeout_s * 0.4, urgent=True)
                    for _ in range(INTAKE_CONNECTIONS if store.postgres else 1)],
                   timeout_s=settings.ack_timeout_s, max_pending=settings.max_pending_deliveries)

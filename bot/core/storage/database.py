@@ -6,6 +6,7 @@ from __future__ import annotations
 import select
 import shutil
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -87,10 +88,25 @@ def connect_sqlite(url: str, busy_timeout_s: float) -> sqlite3.Connection:
     if path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=busy_timeout_s)
-    conn.execute("PRAGMA journal_mode=WAL")
+    _set_wal(conn, busy_timeout_s)
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
+
+
+def _set_wal(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
+    """Switch to WAL. While other connections open a new database at the same moment (replicas starting
+    together), SQLite can answer BUSY at once, without its busy handler: try again within the busy timeout."""
+    deadline = time.monotonic() + busy_timeout_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not unavailable(exc) or time.monotonic() >= deadline:
+                conn.close()
+                raise
+            time.sleep(0.01)
 
 
 def live_postgres(conn: Any, connect: Callable[[], Any]) -> Any:

@@ -9,7 +9,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from bot.core.errors import ConfigError
@@ -22,6 +22,7 @@ from bot.core.storage.database import (  # StoreUnavailable and the connectors a
     transaction,
 )
 from bot.core.storage.erasures import create_erasure_table
+from bot.core.storage.fairness import urgent_write
 from bot.core.storage.schema import create_tables
 from bot.service.decisions.queries import DECISIONS_SCHEMA, DecisionQueries
 from bot.service.github.pacing import PACING_SCHEMA
@@ -69,10 +70,13 @@ OWNED = "WHERE id = ? AND lease_token = ? AND status = 'running'"
 class Store(DecisionQueries):
     """One connection guarded by a lock; every method is one transaction. SQL is shared by both engines."""
 
-    def __init__(self, url: str, busy_timeout_s: float = 30.0) -> None:
-        """`busy_timeout_s` bounds every wait: for this object's lock, SQLite's write lock, a PG statement."""
+    def __init__(self, url: str, busy_timeout_s: float = 30.0, urgent: bool = False) -> None:
+        """`busy_timeout_s` bounds every wait: for this object's lock, SQLite's write lock, a PG statement.
+        An `urgent` store (the webhook's intake) goes before bulk deletions for SQLite's write lock
+        (bot.core.storage.fairness)."""
         self.url = url
         self.busy_timeout_s = busy_timeout_s
+        self.urgent = urgent and not url.startswith(("postgresql://", "postgres://"))
         self._lock = threading.Lock()
         self.postgres = url.startswith(("postgresql://", "postgres://"))
         self._conn: Any = self._connect()
@@ -136,7 +140,8 @@ class Store(DecisionQueries):
     def _tx_locked(self) -> Iterator[Any]:
         if self.postgres:  # the server restarted: a new connection, or StoreUnavailable while it is down
             self._conn = live_postgres(self._conn, self._connect)
-        with transaction(self._conn, self.postgres) as run:
+        with urgent_write(self.url, self.busy_timeout_s) if self.urgent else nullcontext(), \
+                transaction(self._conn, self.postgres) as run:
             yield run
 
     # --- deliveries and jobs ------------------------------------------------------------------------------

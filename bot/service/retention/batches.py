@@ -1,11 +1,13 @@
 """Deleting in small transactions: select up to BATCH keys, delete them, commit, again until none is left, so a
-writer (the webhook's intake) never waits behind more than one batch."""
+writer (the webhook's intake) never waits behind more than one batch (on SQLite, bot.core.storage.fairness
+makes sure it does not wait behind the next one either)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from bot.core.storage.fairness import give_way
 from bot.service.queue.store import Store
 
 BATCH = 500  # rows per transaction: a few milliseconds of the database's write lock
@@ -17,6 +19,7 @@ def batched(store: Store, select: str, params: tuple[Any, ...], delete: Delete) 
     how many rows `delete` removed in all."""
     total = 0
     while True:
+        give_way(store.url)
         with store.transaction() as run:
             keys = [row[0] for row in run(select, (*params, BATCH)).fetchall()]
             total += delete(run, keys) if keys else 0

@@ -1,0 +1,71 @@
+"""Who goes first for SQLite's write lock: the webhook's intake before a bulk deletion.
+
+SQLite's write lock is not fair. A waiting writer polls for it on a schedule (up to 100 ms apart), and a bulk
+writer that commits a batch and begins the next at once holds it almost all the time: the waiter can miss every
+gap until its busy timeout ends, and the delivery it carries is refused (503). So the two also meet at a
+sidecar file's `flock` (`DATABASE-priority`). A writer that must answer quickly holds it shared while it waits
+for and holds the write lock; before each batch, a bulk writer waits until it can take it exclusive, so it
+starts no batch while such a writer waits. (Holding it exclusive through the batch instead only moves the race
+to the `flock`: the bulk writer takes it back before the waiter's next try.) Both work across processes (the
+web and the worker processes share the file), and the kernel drops a dead process's lock. PostgreSQL locks
+rows, not the database: there, both are no-ops.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from bot.core.storage.database import StoreUnavailable
+
+POLL_S = 0.001  # how often an urgent writer tries again while a bulk writer checks (an instant)
+
+
+def _sidecar(url: str) -> str | None:
+    """The priority file of an SQLite database file; None where there is none (PostgreSQL, in memory)."""
+    if not url.startswith("sqlite:///"):
+        return None
+    path = url.removeprefix("sqlite:///")
+    return None if path == ":memory:" else f"{path}-priority"
+
+
+@contextmanager
+def urgent_write(url: str, timeout_s: float) -> Iterator[None]:
+    """Hold the priority shared: no bulk batch starts until this exits. The exclusive hold it can meet is a
+    bulk writer's check, an instant; it waits at most `timeout_s`, else StoreUnavailable. (Each use opens its
+    own descriptor: `flock` on a shared one converts the lock it holds instead of waiting.)"""
+    path = _sidecar(url)
+    if path is None:
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise StoreUnavailable(f"the database is busy: no write priority within {timeout_s:g}s"
+                                           ) from None
+                time.sleep(POLL_S)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases its lock
+
+
+def give_way(url: str) -> None:
+    """Before a bulk batch: wait until no urgent writer waits or writes (they hold the priority shared; this
+    takes it exclusive and lets go at once, so an urgent writer that comes later waits at most one batch)."""
+    path = _sidecar(url)
+    if path is None:
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    finally:
+        os.close(fd)

@@ -14,6 +14,7 @@ from collections.abc import Collection
 from typing import Any
 
 from bot.core.storage.erasures import record_erasure
+from bot.core.storage.fairness import give_way
 from bot.memory.queries import Memory
 from bot.models.embedding import Embedder
 from bot.service.github.payloads import named_repositories, reparse_fields
@@ -99,6 +100,7 @@ def _erase_installation_deliveries(store: Store, repos: set[str], installation_i
                    "WHERE j.issue_key = ?", (f"installation/{installation_id}#0",)).fetchall()
     doomed = [str(d) for d, payload, status in rows if d != current and _erasable(str(payload), status, repos)]
     for start in range(0, len(doomed), BATCH):
+        give_way(store.url)
         with store.transaction() as run:
             delete_deliveries(run, doomed[start:start + BATCH])
     return len(doomed)

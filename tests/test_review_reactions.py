@@ -89,4 +89,5 @@ def test_a_decision_row_that_does_not_parse_is_skipped_and_the_others_are_still_
         github.react(comment["id"], ALICE, "+1")
         assert read_reactions(state) == 1
         assert records.ratings(state.store, REPO)[kept.delivery_id].useful == 1
-        assert f"cannot be read and are skipped (delivery {broken.delivery_id}" in caplog.text
+        assert f"cannot be read and are left out (delivery {broken.delivery_id}" in caplog.text
+        assert [d.delivery_id for d in state.store.decisions(10, REPO)] == [kept.delivery_id]

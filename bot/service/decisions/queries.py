@@ -4,12 +4,18 @@ axis=value`, each a labelled case): their tables and the queries the service's `
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import Any
 
+from pydantic import ValidationError
+
 from bot.core.storage.erasures import erased_since
 from bot.service.decisions.models import Decision
+
+log = logging.getLogger(__name__)
 
 DECISIONS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS decisions (
@@ -24,6 +30,21 @@ CREATE INDEX IF NOT EXISTS feedback_by_age ON feedback (created_at);
 CREATE INDEX IF NOT EXISTS decisions_by_repo ON decisions (repo, number);
 CREATE INDEX IF NOT EXISTS decisions_by_age ON decisions (created_at);
 """
+
+
+def read_decisions(rows: Iterable[tuple[Any, Any, Any]]) -> list[Decision]:
+    """`(delivery_id, decision JSON, created_at)` rows as decisions, stamped with `created_at`. A row that does not
+    parse (an older schema, a hand edit) is left out with a warning that names it: it hides only itself."""
+    decisions, unreadable = [], []
+    for delivery_id, raw, at in rows:
+        try:
+            decisions.append(Decision.model_validate_json(raw).model_copy(update={"created_at": float(at)}))
+        except ValidationError:
+            unreadable.append(str(delivery_id))
+    if unreadable:
+        log.warning("%d stored decision(s) cannot be read and are left out (delivery %s, ...): check the "
+                    "decisions table", len(unreadable), unreadable[0])
+    return decisions
 
 
 class DecisionQueries:
@@ -49,9 +70,9 @@ class DecisionQueries:
         """The latest decisions first."""
         where, params = ("WHERE repo = ? ", [repo]) if repo else ("", [])
         with self.transaction() as run:
-            rows = run(f"SELECT decision FROM decisions {where}ORDER BY created_at DESC LIMIT ?",
-                       (*params, limit)).fetchall()
-        return [Decision.model_validate_json(row[0]) for row in rows]
+            rows = run(f"SELECT delivery_id, decision, created_at FROM decisions {where}ORDER BY created_at DESC "
+                       "LIMIT ?", (*params, limit)).fetchall()
+        return read_decisions(rows)
 
     def save_feedback(self, delivery_id: str, repo: str, number: int, author: str, title: str, body: str,
                       corrections: dict[str, str], unless_erased_since: float | None = None) -> None:

@@ -9,9 +9,8 @@ from __future__ import annotations
 import logging
 import time
 
-from pydantic import ValidationError
-
 from bot.service.decisions.models import Decision
+from bot.service.decisions.queries import read_decisions
 from bot.service.errors import NotFound
 from bot.service.github.client import InstallationClient
 from bot.service.github.models import TRIAGE_ROLES
@@ -56,25 +55,17 @@ def _claim(state: ServiceState, now: float) -> list[tuple[Decision, int]]:
         left = settings.reactions_per_hour - spent
         if left <= 0:
             return []
-        rows = run("SELECT d.delivery_id, d.decision, p.payload FROM decisions d JOIN deliveries p "
+        rows = run("SELECT d.delivery_id, d.decision, d.created_at, p.payload FROM decisions d JOIN deliveries p "
                    "ON p.id = d.delivery_id WHERE d.created_at >= ? ORDER BY d.created_at DESC", (oldest,)).fetchall()
+        payloads = {str(row[0]): row[3] for row in rows}
         latest: dict[int, tuple[Decision, int]] = {}  # comment id -> its newest decision, and the installation
-        unreadable: list[str] = []
-        for delivery_id, raw, payload in rows:
-            try:
-                decided = Decision.model_validate_json(raw)
-            except ValidationError:  # one broken row (an old schema, a hand edit) must not stop every read
-                unreadable.append(str(delivery_id))
-                continue
-            installation = installation_of(payload)
+        for decided in read_decisions(row[:3] for row in rows):
+            installation = installation_of(payloads.get(decided.delivery_id) or "{}")
             if decided.posted and decided.comment_id and installation and decided.comment_id not in latest:
                 latest[decided.comment_id] = (decided, installation)
         last = {int(c): float(t) for c, t in run("SELECT comment_id, read_at FROM reaction_reads").fetchall()}
         chosen = sorted((item for cid, item in latest.items() if last.get(cid, 0.0) <= now - HOUR_S),
                         key=lambda item: last.get(int(item[0].comment_id or 0), 0.0))[:left]
-        if unreadable:
-            log.warning("reactions: %d decision(s) cannot be read and are skipped (delivery %s, ...): "
-                        "check the decisions table", len(unreadable), unreadable[0])
         for decided, _ in chosen:
             run("INSERT INTO reaction_reads (comment_id, repo, read_at) VALUES (?, ?, ?) ON CONFLICT (comment_id) "
                 "DO UPDATE SET read_at = excluded.read_at", (decided.comment_id, decided.repo, now))

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from bot.service.decisions.models import Decision
+from bot.service.decisions.queries import read_decisions
 from bot.service.queue.store import Store
 
 PAGE = "page"  # a rating given on the review page
@@ -41,9 +42,9 @@ def decision(store: Store, delivery_id: str) -> Decision | None:
 def latest_decisions(store: Store, repo: str, limit: int) -> list[Decision]:
     """A repository's latest decisions, newest first, each with the time it was stored."""
     with store.transaction() as run:
-        rows = run("SELECT created_at, decision FROM decisions WHERE repo = ? ORDER BY created_at DESC LIMIT ?",
-                   (repo, limit)).fetchall()
-    return [Decision.model_validate_json(raw).model_copy(update={"created_at": float(at)}) for at, raw in rows]
+        rows = run("SELECT delivery_id, decision, created_at FROM decisions WHERE repo = ? ORDER BY created_at DESC "
+                   "LIMIT ?", (repo, limit)).fetchall()
+    return read_decisions(rows)
 
 
 def count_decisions(store: Store, repo: str) -> int:

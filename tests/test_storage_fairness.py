@@ -10,6 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from bot.core.storage import fairness
 from bot.core.storage.database import StoreUnavailable, connect_sqlite
 from bot.service.queue.store import Store
 
@@ -20,6 +23,7 @@ from bot.core.storage.database import connect_sqlite, transaction
 from bot.core.storage.fairness import give_way
 url, stop = sys.argv[1], Path(sys.argv[2])
 conn = connect_sqlite(url, 30.0)
+batches = 0
 while not stop.exists():  # back-to-back batches, each holding the write lock for about 5 ms
     if sys.argv[3] == "fair":
         give_way(url)
@@ -27,6 +31,9 @@ while not stop.exists():  # back-to-back batches, each holding the write lock fo
         run("INSERT INTO filler (n) VALUES (1)")
         time.sleep(0.005)
         run("DELETE FROM filler")
+    batches += 1
+    if batches == 3:
+        (stop.parent / "under-way").touch()
 """
 
 
@@ -43,8 +50,10 @@ def deliveries_refused(tmp_path: Path, mode: str, urgent: bool, tries: int = 40)
     bulk = subprocess.Popen([sys.executable, "-c", BULK, url, str(stop), mode], cwd=Path(__file__).parents[1])
     refused = 0
     try:
-        time.sleep(1.0)  # the deletion is under way
-        assert bulk.poll() is None, "the bulk writer stopped"
+        deadline = time.monotonic() + 120
+        while not (tmp_path / mode / "under-way").exists():
+            assert bulk.poll() is None and time.monotonic() < deadline, "the bulk writer never got under way"
+            time.sleep(0.01)
         for n in range(tries):
             try:
                 intake.record_delivery(f"d-{n}", "issues", "opened", "{}", f"o/r#{n}")
@@ -52,13 +61,34 @@ def deliveries_refused(tmp_path: Path, mode: str, urgent: bool, tries: int = 40)
                 refused += 1
                 if not urgent:
                     break
+        assert bulk.poll() is None, "the bulk writer stopped while the intake wrote"
     finally:
         stop.touch()
-        bulk.wait(timeout=30)
-        intake.close()
+        try:
+            bulk.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            bulk.kill()
+            raise
+        finally:
+            intake.close()
     return refused
 
 
 def test_the_intake_goes_before_a_bulk_deletion_for_the_sqlite_write_lock(tmp_path: Path) -> None:
     assert deliveries_refused(tmp_path, "plain", urgent=False) > 0, "without the priority the intake waits in vain"
     assert deliveries_refused(tmp_path, "fair", urgent=True) == 0
+
+
+def test_a_bulk_batch_waits_for_a_stopped_urgent_writer_only_so_long(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A web process paused while it holds the priority must not stop the retention and the erasures."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite3'}"
+    monkeypatch.setattr(fairness, "GIVE_WAY_MAX_S", 0.3)
+    with fairness.urgent_write(url, timeout_s=1.0):
+        started = time.monotonic()
+        fairness.give_way(url)
+        assert time.monotonic() - started >= 0.3  # it did wait for the writer, then went on
+    assert "goes on without waiting for it" in caplog.text
+    caplog.clear()
+    fairness.give_way(url)  # nobody holds it now: at once, and nothing to say
+    assert caplog.text == ""

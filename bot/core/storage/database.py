@@ -18,6 +18,7 @@ from bot.core.redaction import redact
 MIN_FREE_BYTES = 1 << 20  # less room than this on the database's disk and the service says it is not ready
 # SQLite's primary result codes of a database that cannot serve now: BUSY, LOCKED, IOERR, FULL, CANTOPEN.
 SQLITE_UNAVAILABLE = frozenset({5, 6, 10, 13, 14})
+SQLITE_BUSY = frozenset({5, 6})  # BUSY, LOCKED: another connection holds it, for now
 
 
 @contextmanager
@@ -103,7 +104,7 @@ def _set_wal(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
             conn.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
-            if not unavailable(exc) or time.monotonic() >= deadline:
+            if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) not in SQLITE_BUSY or time.monotonic() >= deadline:
                 conn.close()
                 raise
             time.sleep(0.01)

@@ -14,6 +14,7 @@ rows, not the database: there, both are no-ops.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -21,7 +22,11 @@ from contextlib import contextmanager
 
 from bot.core.storage.database import StoreUnavailable
 
+log = logging.getLogger(__name__)
+
 POLL_S = 0.001  # how often an urgent writer tries again while a bulk writer checks (an instant)
+GIVE_WAY_MAX_S = 10.0  # the longest a bulk batch waits for urgent writers (one stopped holding it: go on)
+_unopenable: set[str] = set()
 
 
 def _sidecar(url: str) -> str | None:
@@ -32,16 +37,28 @@ def _sidecar(url: str) -> str | None:
     return None if path == ":memory:" else f"{path}-priority"
 
 
+def _open(path: str) -> int | None:
+    """A new descriptor of the priority file (readable and writable by whoever may write the database: the
+    umask decides), or None with a warning where it cannot be opened: writers then go without priority."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        if path not in _unopenable:  # once per file, not once per write
+            _unopenable.add(path)
+            log.warning("the write priority file %s cannot be opened (%s): writes go on without it", path, exc)
+        return None
+
+
 @contextmanager
 def urgent_write(url: str, timeout_s: float) -> Iterator[None]:
     """Hold the priority shared: no bulk batch starts until this exits. The exclusive hold it can meet is a
     bulk writer's check, an instant; it waits at most `timeout_s`, else StoreUnavailable. (Each use opens its
     own descriptor: `flock` on a shared one converts the lock it holds instead of waiting.)"""
     path = _sidecar(url)
-    if path is None:
+    fd = None if path is None else _open(path)
+    if fd is None:
         yield
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         deadline = time.monotonic() + timeout_s
         while True:
@@ -60,12 +77,24 @@ def urgent_write(url: str, timeout_s: float) -> Iterator[None]:
 
 def give_way(url: str) -> None:
     """Before a bulk batch: wait until no urgent writer waits or writes (they hold the priority shared; this
-    takes it exclusive and lets go at once, so an urgent writer that comes later waits at most one batch)."""
+    takes it exclusive and lets go at once, so an urgent writer that comes later waits at most one batch).
+    At most GIVE_WAY_MAX_S: a web process stopped while it holds the priority (paused, in a debugger) must not
+    stop the retention and the erasures."""
     path = _sidecar(url)
-    if path is None:
+    fd = None if path is None else _open(path)
+    if fd is None:
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        deadline = time.monotonic() + GIVE_WAY_MAX_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    log.warning("a writer has held the write priority of %s for %gs; this batch goes on without "
+                                "waiting for it", path, GIVE_WAY_MAX_S)
+                    return
+                time.sleep(POLL_S * 5)
     finally:
         os.close(fd)

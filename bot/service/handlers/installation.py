@@ -7,6 +7,7 @@ import json
 import logging
 import time
 
+from bot.core.storage.fairness import give_way
 from bot.deciding.repo_config import RepoConfigError
 from bot.memory.store import MemoryStore, SyncCursor
 from bot.memory.sync import PageBudget, ReadsExhausted, sync_repository
@@ -94,7 +95,8 @@ def handle_installed(ctx: JobContext, event: WebhookEvent) -> str:
 def queue_repositories(store: MemoryStore, repos: list[str], installation_id: int) -> None:
     """Each repository not synced yet becomes pending for this installation (one already running goes on; one
     that failed keeps its backoff)."""
-    for repo in repos:
+    for repo in repos:  # an installation on "all repositories" can bring thousands: the intake goes first
+        give_way(store.url)
         cursor = store.cursor(repo)
         if cursor is None or cursor.status not in ("done", "running", FAILED):
             store.save_cursor(SyncCursor(repo=repo, installation_id=installation_id, status=PENDING,

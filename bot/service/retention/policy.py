@@ -8,6 +8,7 @@ import time
 from pydantic import BaseModel
 
 from bot.core.storage.erasures import record_erasure
+from bot.core.storage.fairness import give_way
 from bot.service.queue.store import Store
 from bot.service.retention.batches import BATCH, batched, deleting
 
@@ -109,6 +110,7 @@ def _prune_feedback(store: Store, cutoff: float) -> int:
     worker's case base forgets them too."""
     removed = 0
     while True:
+        give_way(store.url)
         with store.transaction() as run:
             issues = run("SELECT repo, number FROM feedback GROUP BY repo, number HAVING MAX(created_at) < ? "
                          "LIMIT ?", (cutoff, BATCH // 10)).fetchall()

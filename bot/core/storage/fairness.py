@@ -60,16 +60,8 @@ def urgent_write(url: str, timeout_s: float) -> Iterator[None]:
         yield
         return
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise StoreUnavailable(f"the database is busy: no write priority within {timeout_s:g}s"
-                                           ) from None
-                time.sleep(POLL_S)
+        if not _flock_within(fd, fcntl.LOCK_SH, timeout_s, POLL_S):
+            raise StoreUnavailable(f"the database is busy: no write priority within {timeout_s:g}s")
         yield
     finally:
         os.close(fd)  # closing the descriptor releases its lock
@@ -85,16 +77,21 @@ def give_way(url: str) -> None:
     if fd is None:
         return
     try:
-        deadline = time.monotonic() + GIVE_WAY_MAX_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    log.warning("a writer has held the write priority of %s for %gs; this batch goes on without "
-                                "waiting for it", path, GIVE_WAY_MAX_S)
-                    return
-                time.sleep(POLL_S * 5)
+        if not _flock_within(fd, fcntl.LOCK_EX, GIVE_WAY_MAX_S, POLL_S * 5):
+            log.warning("a writer has held the write priority of %s for %gs; this batch goes on without waiting "
+                        "for it", path, GIVE_WAY_MAX_S)
     finally:
         os.close(fd)
+
+
+def _flock_within(fd: int, operation: int, timeout_s: float, poll_s: float) -> bool:
+    """Take `operation` (LOCK_SH or LOCK_EX) on `fd`, trying every `poll_s` for at most `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            fcntl.flock(fd, operation | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll_s)

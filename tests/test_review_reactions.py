@@ -75,7 +75,7 @@ def test_reads_stay_within_the_budget_of_the_hour_and_skip_comments_older_than_1
         assert read_reactions(state, now=now + 15 * 86400) == 0  # both comments are older than 14 days then
 
 
-def test_a_decision_row_that_does_not_parse_is_skipped_and_the_others_are_still_read(
+def test_a_decision_row_that_does_not_parse_is_left_out_and_the_others_are_still_read(
         app_settings: Settings, engine: Engine, github: FakeGitHub, caplog: pytest.LogCaptureFixture) -> None:
     with running_service(app_settings, engine) as client:
         deliver(client, issue_payload(github, number=42))
@@ -91,3 +91,5 @@ def test_a_decision_row_that_does_not_parse_is_skipped_and_the_others_are_still_
         assert records.ratings(state.store, REPO)[kept.delivery_id].useful == 1
         assert f"cannot be read and are left out (delivery {broken.delivery_id}" in caplog.text
         assert [d.delivery_id for d in state.store.decisions(10, REPO)] == [kept.delivery_id]
+        assert [d.delivery_id for d in records.latest_decisions(state.store, REPO, 10)] == [kept.delivery_id]
+        assert records.decision(state.store, broken.delivery_id) is None  # a post approved on it: "gone"

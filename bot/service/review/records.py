@@ -32,11 +32,11 @@ class Rating(BaseModel):
 
 
 def decision(store: Store, delivery_id: str) -> Decision | None:
+    """The stored decision, or None where there is none or it cannot be read (a warning names it)."""
     with store.transaction() as run:
-        row = run("SELECT created_at, decision FROM decisions WHERE delivery_id = ?", (delivery_id,)).fetchone()
-    if row is None:
-        return None
-    return Decision.model_validate_json(row[1]).model_copy(update={"created_at": float(row[0])})
+        rows = run("SELECT delivery_id, decision, created_at FROM decisions WHERE delivery_id = ?",
+                   (delivery_id,)).fetchall()
+    return next(iter(read_decisions(rows)), None)
 
 
 def latest_decisions(store: Store, repo: str, limit: int) -> list[Decision]:

@@ -71,9 +71,10 @@ class Store(DecisionQueries):
     """One connection guarded by a lock; every method is one transaction. SQL is shared by both engines."""
 
     def __init__(self, url: str, busy_timeout_s: float = 30.0, urgent: bool = False) -> None:
-        """`busy_timeout_s` bounds every wait: for this object's lock, SQLite's write lock, a PG statement.
+        """`busy_timeout_s` bounds each wait: for this object's lock, SQLite's write lock, a PG statement.
         An `urgent` store (the webhook's intake) goes before bulk deletions for SQLite's write lock
-        (bot.core.storage.fairness)."""
+        (bot.core.storage.fairness); its wait for that priority, bounded the same, meets only a bulk writer's
+        check between two batches (an instant)."""
         self.url = url
         self.busy_timeout_s = busy_timeout_s
         self.urgent = urgent and not url.startswith(("postgresql://", "postgres://"))

@@ -16,17 +16,24 @@ SIGNATURE_FILES = ("ddl-dev.jsonl", "ddl-dev-r3.jsonl", "liu23.jsonl")
 def floor(
     dataset: Annotated[list[Path] | None, typer.Option(help="Records whose neighbours are scored (default: the "
                                                        "ddl-dev files).")] = None,
+    nested: Annotated[bool, typer.Option("--nested", help="Also choose the floor inside parts of the records and "
+                                         "score each part at its own floor and at the shipped one.")] = False,
 ) -> None:
     """Precision of "the neighbour shares the gold symptom" per similarity bin (the comment's floor)."""
     from bot.knowledge.dataset import default_case_files
     from eval.cli import load_settings
-    from eval.neighbour_floor import format_table, measure_floor
+    from eval.neighbour_floor import PARTS, bin_pairs, format_nested, format_table, neighbour_pairs, nested_floor
 
     settings = load_settings()
     files = default_case_files(settings.data_dir)
     queries = dataset or [f for f in files if f.name.startswith("ddl-dev")]
     print(f"neighbours of {', '.join(q.name for q in queries)} among {', '.join(f.name for f in files)} (k=10)")
-    print(format_table(measure_floor(settings, queries, files)))
+    pairs = neighbour_pairs(settings, queries, files)
+    print(format_table(bin_pairs(pairs.sims, pairs.same)))
+    if nested:
+        print(f"\nthe floor chosen inside {PARTS} parts of the records (by a hash of the id), against the shipped "
+              f"{settings.similarity_floor:.2f}:")
+        print(format_nested(nested_floor(pairs, settings.similarity_floor), settings.similarity_floor))
 
 
 def diagnostics(

@@ -6,10 +6,15 @@ base's text as `Settings.case_text` says; the record itself excluded) are paired
 both carry the same gold symptom. The
 table gives, per cosine bin, how many pairs fall in it and what share are hits, and the share of hits
 among all pairs at or above the bin's lower edge (what a floor there would show).
+
+`nested_floor` says how much choosing the floor on the same records flatters it: the records are split in
+PARTS parts (by a hash of their id); per part, the rule picks a floor from the other parts' pairs, and that
+part's pairs are scored at it and at the shipped floor.
 """
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +29,7 @@ from bot.reading.normalise import normalise
 from bot.reading.opening import as_opened, case_base_text
 
 BIN_WIDTH = 0.05
+PARTS = 5
 
 
 @dataclass
@@ -43,7 +49,16 @@ class FloorRow:
         return self.hits_above / self.pairs_above if self.pairs_above else float("nan")
 
 
-def measure_floor(settings: Settings, queries: list[Path], case_files: list[Path], k: int = 10) -> list[FloorRow]:
+@dataclass
+class Pairs:
+    """Each scored record's neighbours: the record's id, the cosine, and whether both share the gold symptom."""
+
+    query: np.ndarray
+    sims: np.ndarray
+    same: np.ndarray
+
+
+def neighbour_pairs(settings: Settings, queries: list[Path], case_files: list[Path], k: int = 10) -> Pairs:
     taxonomy = load_taxonomy(settings.taxonomy)
     cases = case_base_text(load_case_base(case_files, taxonomy, LoadReport()), settings.case_text)
     embedder = Embedder(settings.embedding_model, EmbeddingCache(settings.cache_dir / "embeddings.sqlite3"))
@@ -52,16 +67,78 @@ def measure_floor(settings: Settings, queries: list[Path], case_files: list[Path
     asked = [c for c in opened if c is not None and c.labels.get("symptom")]
     vectors = embedder.embed([normalise(c).text for c in asked])
     hits = index.nearest(vectors, k, [{c.id} for c in asked], before=[c.created_at for c in asked])
-    sims, same = [], []
+    ids, sims, same = [], [], []
     for query, found in zip(asked, hits, strict=True):
         for j, sim in found:
             if cases[j].labels.get("symptom"):
+                ids.append(query.id)
                 sims.append(sim)
                 same.append(cases[j].labels["symptom"] == query.labels["symptom"])
-    return _bin(np.array(sims), np.array(same, dtype=bool))
+    return Pairs(np.array(ids, dtype=object), np.array(sims, dtype=float), np.array(same, dtype=bool))
 
 
-def _bin(sims: np.ndarray, same: np.ndarray) -> list[FloorRow]:
+def measure_floor(settings: Settings, queries: list[Path], case_files: list[Path], k: int = 10) -> list[FloorRow]:
+    pairs = neighbour_pairs(settings, queries, case_files, k)
+    return bin_pairs(pairs.sims, pairs.same)
+
+
+def chosen_floor(table: list[FloorRow]) -> float | None:
+    """The rule the shipped floor came from: the lowest bin from which on most neighbours share the symptom
+    (every non-empty bin at or above it); None when no bin qualifies."""
+    floor = None
+    for row in reversed(table):
+        if row.pairs and row.precision <= 0.5:
+            break
+        if row.pairs:
+            floor = row.low
+    return floor
+
+
+@dataclass
+class NestedRow:
+    part: int
+    floor: float | None  # chosen on the other parts' pairs
+    pairs: int  # this part's pairs at or above it
+    hits: int
+    pairs_fixed: int  # this part's pairs at or above the shipped floor
+    hits_fixed: int
+
+
+def part_of(record_id: str) -> int:
+    return zlib.crc32(record_id.encode("utf-8")) % PARTS
+
+
+def nested_floor(pairs: Pairs, fixed: float) -> list[NestedRow]:
+    """Per part, the floor the rule picks on the other parts, and this part's pairs at it and at `fixed`."""
+    parts = np.array([part_of(str(q)) for q in pairs.query], dtype=int)
+    rows = []
+    for part in range(PARTS):
+        held, rest = parts == part, parts != part
+        floor = chosen_floor(bin_pairs(pairs.sims[rest], pairs.same[rest]))
+        at = held & (pairs.sims >= (floor if floor is not None else np.inf))
+        at_fixed = held & (pairs.sims >= fixed)
+        rows.append(NestedRow(part, floor, int(at.sum()), int(pairs.same[at].sum()), int(at_fixed.sum()),
+                              int(pairs.same[at_fixed].sum())))
+    return rows
+
+
+def format_nested(rows: list[NestedRow], fixed: float) -> str:
+    def share(hits: int, n: int) -> str:
+        return f"{hits / n:.2f}" if n else "-"
+
+    lines = [f"| part | floor chosen on the other parts | pairs >= it | same symptom | pairs >= {fixed:.2f} | "
+             "same symptom |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        chosen = "none" if r.floor is None else f"{r.floor:.2f}"
+        lines.append(f"| {r.part} | {chosen} | {r.pairs} | {share(r.hits, r.pairs)} | {r.pairs_fixed} | "
+                     f"{share(r.hits_fixed, r.pairs_fixed)} |")
+    n, h = sum(r.pairs for r in rows), sum(r.hits for r in rows)
+    nf, hf = sum(r.pairs_fixed for r in rows), sum(r.hits_fixed for r in rows)
+    lines.append(f"| all | | {n} | {share(h, n)} | {nf} | {share(hf, nf)} |")
+    return "\n".join(lines)
+
+
+def bin_pairs(sims: np.ndarray, same: np.ndarray) -> list[FloorRow]:
     table = []
     for low in np.arange(0.2, 1.0, BIN_WIDTH):
         inside = (sims >= low) & (sims < low + BIN_WIDTH)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from bot.core.settings import Settings
 from eval.neighbour_floor import measure_floor
 
@@ -35,3 +37,32 @@ def test_each_record_is_paired_only_with_cases_opened_before_its_opening_post(se
     # and #4 (three misses); nothing is paired with a case opened after it.
     assert sum(row.pairs for row in table) == 5
     assert sum(row.hits for row in table) == 2
+
+
+def test_the_rule_takes_the_lowest_bin_from_which_on_most_neighbours_share_the_symptom() -> None:
+    from eval.neighbour_floor import bin_pairs, chosen_floor
+
+    # A lucky low bin (0.30: one pair, a hit) under a bin where most miss (0.60) does not count.
+    sims = np.array([0.31, 0.61, 0.62, 0.63, 0.71, 0.72, 0.81])
+    same = np.array([True, False, False, True, True, True, True])
+    assert chosen_floor(bin_pairs(sims, same)) == 0.70
+    assert chosen_floor(bin_pairs(np.array([0.9]), np.array([False]))) is None
+
+
+def test_the_nested_floor_of_a_part_is_chosen_on_the_other_parts_only() -> None:
+    from eval.neighbour_floor import PARTS, Pairs, bin_pairs, chosen_floor, nested_floor, part_of
+
+    ids = [f"acme/trainer#{n}" for n in range(200)]
+    first = [i for i in ids if part_of(i) == 0][:3]
+    others = [i for i in ids if part_of(i) != 0][:3]
+    # Part 0's own pairs (all hits, down to 0.50) would pull a floor chosen with them down to 0.50: with them the
+    # [0.65, 0.70) bin is 4 hits of 7. The other parts' pairs alone (3 misses there) say 0.80.
+    query = [*first, first[0], *first, *others, *others]
+    sims = [0.52, 0.53, 0.54, 0.65, 0.66, 0.67, 0.68, 0.66, 0.67, 0.68, 0.82, 0.83, 0.84]
+    same = [True] * 7 + [False] * 3 + [True] * 3
+    pairs = Pairs(np.array(query, dtype=object), np.array(sims), np.array(same))
+    rows = nested_floor(pairs, fixed=0.75)
+    assert len(rows) == PARTS
+    assert rows[0].floor == 0.80  # not 0.50: its own pairs took no part in the choice
+    assert (rows[0].pairs, rows[0].pairs_fixed) == (0, 0)  # none of its pairs reaches 0.80 or 0.75
+    assert chosen_floor(bin_pairs(pairs.sims, pairs.same)) == 0.50  # what choosing on every pair would give

@@ -86,11 +86,10 @@ def chosen_floor(table: list[FloorRow]) -> float | None:
     """The rule the shipped floor came from: the lowest bin from which on most neighbours share the symptom
     (every non-empty bin at or above it); None when no bin qualifies."""
     floor = None
-    for row in reversed(table):
-        if row.pairs and row.precision <= 0.5:
+    for row in reversed([row for row in table if row.pairs]):
+        if row.precision <= 0.5:
             break
-        if row.pairs:
-            floor = row.low
+        floor = row.low
     return floor
 
 

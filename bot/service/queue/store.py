@@ -77,7 +77,7 @@ class Store(DecisionQueries):
         check between two batches (an instant)."""
         self.url = url
         self.busy_timeout_s = busy_timeout_s
-        self.urgent = urgent and not url.startswith(("postgresql://", "postgres://"))
+        self.urgent = urgent  # a no-op on PostgreSQL (fairness's sidecar is SQLite's alone)
         self._lock = threading.Lock()
         self.postgres = url.startswith(("postgresql://", "postgres://"))
         self._conn: Any = self._connect()

@@ -18,16 +18,42 @@ def floor(
                                                        "ddl-dev files).")] = None,
     nested: Annotated[bool, typer.Option("--nested", help="Also choose the floor inside parts of the records and "
                                          "score each part at its own floor and at the shipped one.")] = False,
+    memory: Annotated[bool, typer.Option("--memory", help="The repository memory's floors instead: each record's "
+                                         "3 nearest earlier records of its own repository, for failures (gold "
+                                         "symptom) and for questions (gold stage).")] = False,
 ) -> None:
-    """Precision of "the neighbour shares the gold symptom" per similarity bin (the comment's floor)."""
+    """Precision of "the neighbour shares the gold label" per similarity bin (the comment's floors)."""
     from bot.knowledge.dataset import default_case_files
     from eval.cli import load_settings
-    from eval.neighbour_floor import PARTS, bin_pairs, format_nested, format_table, neighbour_pairs, nested_floor
+    from eval.neighbour_floor import (
+        PARTS,
+        PRECEDENT_TARGET,
+        bin_pairs,
+        format_nested,
+        format_table,
+        memory_pairs,
+        neighbour_pairs,
+        nested_floor,
+    )
 
     settings = load_settings()
     files = default_case_files(settings.data_dir)
     queries = dataset or [f for f in files if f.name.startswith("ddl-dev")]
-    print(f"neighbours of {', '.join(q.name for q in queries)} among {', '.join(f.name for f in files)} (k=10)")
+    names = ", ".join(q.name for q in queries)
+    if memory:
+        measured = [("failures", "symptom", None, settings.memory_related_floor),
+                    ("questions", "stage", "usage_question", settings.memory_question_floor)]
+        for what, axis, kind, fixed in measured:
+            pairs = memory_pairs(settings, queries, axis=axis, kind=kind)
+            print(f"\n{what}: the 3 nearest earlier records of the same repository, as opened ({names}; "
+                  f"{len(set(pairs.query))} records with a neighbour; the same gold {axis})")
+            print(format_table(bin_pairs(pairs.sims, pairs.same), axis))
+            if nested:
+                print(f"\nthe floor chosen inside {PARTS} parts of the records (the lowest bin from which on the "
+                      f"share at or above reaches {PRECEDENT_TARGET:.2f}), against the shipped {fixed:.2f}:")
+                print(format_nested(nested_floor(pairs, fixed, PRECEDENT_TARGET), fixed, axis))
+        return
+    print(f"neighbours of {names} among {', '.join(f.name for f in files)} (k=10)")
     pairs = neighbour_pairs(settings, queries, files)
     print(format_table(bin_pairs(pairs.sims, pairs.same)))
     if nested:

@@ -7,6 +7,10 @@ both carry the same gold symptom. The
 table gives, per cosine bin, how many pairs fall in it and what share are hits, and the share of hits
 among all pairs at or above the bin's lower edge (what a floor there would show).
 
+`memory_pairs` measures the repository memory's floors the same way: each record's nearest records of its own
+repository opened before it (the memory holds a repository's issues as GitHub shows them: opening posts), on
+failures (the gold symptom) or on questions alone (the gold stage: a question rarely has a symptom).
+
 `nested_floor` says how much choosing the floor on the same records flatters it: the records are split in
 PARTS parts (by a hash of their id); per part, the rule picks a floor from the other parts' pairs, and that
 part's pairs are scored at it and at the shipped floor.
@@ -21,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from bot.core.settings import Settings
-from bot.knowledge.dataset import LoadReport, load_case_base
+from bot.knowledge.dataset import Case, LoadReport, load_case_base
 from bot.knowledge.taxonomy import load_taxonomy
 from bot.models.embedding import Embedder, EmbeddingCache
 from bot.models.retrieval import CaseIndex
@@ -30,6 +34,9 @@ from bot.reading.opening import as_opened, case_base_text
 
 BIN_WIDTH = 0.05
 PARTS = 5
+# The precision a precedent of the repository memory must reach: the comment's target for the repository's own
+# precedents (README, "What it says"); the evidence floor asks only that most neighbours share the symptom.
+PRECEDENT_TARGET = 0.80
 
 
 @dataclass
@@ -51,7 +58,7 @@ class FloorRow:
 
 @dataclass
 class Pairs:
-    """Each scored record's neighbours: the record's id, the cosine, and whether both share the gold symptom."""
+    """Each scored record's neighbours: the record's id, the cosine, and whether both share the gold label."""
 
     query: np.ndarray
     sims: np.ndarray
@@ -77,17 +84,44 @@ def neighbour_pairs(settings: Settings, queries: list[Path], case_files: list[Pa
     return Pairs(np.array(ids, dtype=object), np.array(sims, dtype=float), np.array(same, dtype=bool))
 
 
+def memory_pairs(settings: Settings, queries: list[Path], *, axis: str = "symptom", kind: str | None = None,
+                 k: int = 3) -> Pairs:
+    """Each record's k nearest records of the same repository opened before it, as opened, both with a gold `axis`
+    label (and, with `kind`, both of that gold kind): the pairs the repository memory's floor decides on."""
+    taxonomy = load_taxonomy(settings.taxonomy)
+    opened = [as_opened(c) for c in load_case_base(queries, taxonomy, LoadReport())]
+    cases = [c for c in opened
+             if c is not None and c.labels.get(axis) and (kind is None or c.labels.get("kind") == kind)]
+    embedder = Embedder(settings.embedding_model, EmbeddingCache(settings.cache_dir / "embeddings.sqlite3"))
+    vectors = embedder.embed([normalise(c).text for c in cases])
+    by_repo: dict[str, list[int]] = {}
+    for i, case in enumerate(cases):
+        by_repo.setdefault(case.repo or "", []).append(i)
+    ids, sims, same = [], [], []
+    for rows in by_repo.values():
+        own: list[Case] = [cases[i] for i in rows]
+        index = CaseIndex(own, vectors[rows])
+        hits = index.nearest(vectors[rows], k, [{c.id} for c in own], before=[c.created_at for c in own])
+        for query, found in zip(own, hits, strict=True):
+            for j, sim in found:
+                ids.append(query.id)
+                sims.append(sim)
+                same.append(own[j].labels[axis] == query.labels[axis])
+    return Pairs(np.array(ids, dtype=object), np.array(sims, dtype=float), np.array(same, dtype=bool))
+
+
 def measure_floor(settings: Settings, queries: list[Path], case_files: list[Path], k: int = 10) -> list[FloorRow]:
     pairs = neighbour_pairs(settings, queries, case_files, k)
     return bin_pairs(pairs.sims, pairs.same)
 
 
-def chosen_floor(table: list[FloorRow]) -> float | None:
-    """The rule the shipped floor came from: the lowest bin from which on most neighbours share the symptom
-    (every non-empty bin at or above it); None when no bin qualifies."""
+def chosen_floor(table: list[FloorRow], target: float | None = None) -> float | None:
+    """The rule the shipped floor came from: the lowest bin from which on most neighbours share the label (every
+    non-empty bin at or above it). With `target` (the memory's floors), the lowest bin from which on the share
+    among all pairs at or above each bin reaches it. None when no bin qualifies."""
     floor = None
     for row in reversed([row for row in table if row.pairs]):
-        if row.precision <= 0.5:
+        if (row.precision <= 0.5) if target is None else (row.precision_above < target):
             break
         floor = row.low
     return floor
@@ -107,13 +141,14 @@ def part_of(record_id: str) -> int:
     return zlib.crc32(record_id.encode("utf-8")) % PARTS
 
 
-def nested_floor(pairs: Pairs, fixed: float) -> list[NestedRow]:
-    """Per part, the floor the rule picks on the other parts, and this part's pairs at it and at `fixed`."""
+def nested_floor(pairs: Pairs, fixed: float, target: float | None = None) -> list[NestedRow]:
+    """Per part, the floor the rule (`chosen_floor`) picks on the other parts, and this part's pairs at it and at
+    `fixed`."""
     parts = np.array([part_of(str(q)) for q in pairs.query], dtype=int)
     rows = []
     for part in range(PARTS):
         held, rest = parts == part, parts != part
-        floor = chosen_floor(bin_pairs(pairs.sims[rest], pairs.same[rest]))
+        floor = chosen_floor(bin_pairs(pairs.sims[rest], pairs.same[rest]), target)
         at = held & (pairs.sims >= (floor if floor is not None else np.inf))
         at_fixed = held & (pairs.sims >= fixed)
         rows.append(NestedRow(part, floor, int(at.sum()), int(pairs.same[at].sum()), int(at_fixed.sum()),
@@ -121,12 +156,12 @@ def nested_floor(pairs: Pairs, fixed: float) -> list[NestedRow]:
     return rows
 
 
-def format_nested(rows: list[NestedRow], fixed: float) -> str:
+def format_nested(rows: list[NestedRow], fixed: float, label: str = "symptom") -> str:
     def share(hits: int, n: int) -> str:
         return f"{hits / n:.2f}" if n else "-"
 
-    lines = [f"| part | floor chosen on the other parts | pairs >= it | same symptom | pairs >= {fixed:.2f} | "
-             "same symptom |", "|---|---|---|---|---|---|"]
+    lines = [f"| part | floor chosen on the other parts | pairs >= it | same {label} | pairs >= {fixed:.2f} | "
+             f"same {label} |", "|---|---|---|---|---|---|"]
     for r in rows:
         chosen = "none" if r.floor is None else f"{r.floor:.2f}"
         lines.append(f"| {r.part} | {chosen} | {r.pairs} | {share(r.hits, r.pairs)} | {r.pairs_fixed} | "
@@ -147,9 +182,10 @@ def bin_pairs(sims: np.ndarray, same: np.ndarray) -> list[FloorRow]:
     return [row for row in table if row.pairs_above]
 
 
-def format_table(table: list[FloorRow]) -> str:
-    lines = ["| cosine bin | pairs | same symptom | pairs >= bin | same symptom >= bin |", "|---|---|---|---|---|"]
+def format_table(table: list[FloorRow], label: str = "symptom") -> str:
+    lines = [f"| cosine bin | pairs | same {label} | pairs >= bin | same {label} >= bin |", "|---|---|---|---|---|"]
     for row in table:
-        lines.append(f"| [{row.low:.2f}, {row.low + BIN_WIDTH:.2f}) | {row.pairs} | {row.precision:.2f} | "
+        share = f"{row.precision:.2f}" if row.pairs else "-"
+        lines.append(f"| [{row.low:.2f}, {row.low + BIN_WIDTH:.2f}) | {row.pairs} | {share} | "
                      f"{row.pairs_above} | {row.precision_above:.2f} |")
     return "\n".join(lines)

@@ -66,3 +66,47 @@ def test_the_nested_floor_of_a_part_is_chosen_on_the_other_parts_only() -> None:
     assert rows[0].floor == 0.80  # not 0.50: its own pairs took no part in the choice
     assert (rows[0].pairs, rows[0].pairs_fixed) == (0, 0)  # none of its pairs reaches 0.80 or 0.75
     assert chosen_floor(bin_pairs(pairs.sims, pairs.same)) == 0.50  # what choosing on every pair would give
+
+
+def test_the_memory_pairs_each_record_with_earlier_records_of_its_own_repository_only(settings: Settings,
+                                                                                    tmp_path: Path) -> None:
+    from eval.neighbour_floor import memory_pairs
+
+    def record(repo: str, number: int, kind: str, day: str | None, stage: str = "training") -> dict[str, object]:
+        made = _record(number, "hang_timeout", day, HANG.format(n=number))
+        labels = {**made["labels"], "kind": kind, "stage": stage}  # type: ignore[dict-item]
+        return {**made, "id": f"{repo}#{number}", "repo": repo, "labels": labels}
+
+    records = [record("acme/trainer", 1, "bug_report", "2021-06-01"),
+               record("acme/trainer", 2, "bug_report", "2022-06-01"),
+               record("acme/trainer", 3, "bug_report", None),  # mid-thread: no opening post, the memory never has it
+               record("acme/server", 4, "bug_report", "2020-01-01"),  # another repository, opened first
+               record("acme/trainer", 5, "usage_question", "2023-06-01", stage="inference"),
+               record("acme/trainer", 6, "usage_question", "2024-06-01", stage="inference"),
+               record("acme/trainer", 7, "usage_question", "2025-06-01")]
+    data = tmp_path / "made-up.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+    failures = memory_pairs(settings, [data])
+    # #1 and #4 have nothing earlier in their own repository; #2 pairs with #1, #5 with #1 and #2, #6 and #7 with
+    # their 3 nearest earlier trainer records. #3 takes no part and #4 is never a neighbour of a trainer record.
+    assert sorted(failures.query) == ["acme/trainer#2", *["acme/trainer#5"] * 2, *["acme/trainer#6"] * 3,
+                                      *["acme/trainer#7"] * 3]
+    questions = memory_pairs(settings, [data], axis="stage", kind="usage_question")
+    # Questions only, on both sides: #6 pairs with #5 (same stage), #7 with #5 and #6 (another stage).
+    assert sorted(questions.query) == ["acme/trainer#6", "acme/trainer#7", "acme/trainer#7"]
+    assert sorted(zip(questions.query, questions.same, strict=True)) == [
+        ("acme/trainer#6", True), ("acme/trainer#7", False), ("acme/trainer#7", False)]
+
+
+def test_the_memory_rule_takes_the_lowest_bin_from_which_on_the_share_above_reaches_the_target() -> None:
+    from eval.neighbour_floor import PRECEDENT_TARGET, bin_pairs, chosen_floor
+
+    # Share at or above each bin: 0.85 -> 3/3, 0.80 -> 4/5 (0.80), 0.75 -> 5/7 (0.71), 0.70 -> 7/9 (0.78).
+    # The majority rule would go down to 0.70 (every bin from there has more hits than misses, but 0.80's bin
+    # is 1 of 2); the memory's target stops where the share above first falls short: at 0.75, so 0.80.
+    sims = np.array([0.71, 0.72, 0.76, 0.77, 0.81, 0.82, 0.86, 0.87, 0.88])
+    same = np.array([True, True, True, False, True, False, True, True, True])
+    table = bin_pairs(sims, same)
+    assert chosen_floor(table, PRECEDENT_TARGET) == 0.80
+    assert chosen_floor(table) == 0.85  # the evidence rule stops at 0.80's bin (1 of 2 is not most)

@@ -42,7 +42,7 @@ class CommentPolicy(BaseModel):
     similarity_floor: float = 0.75  # a labelled case of the pack is shown at or above this cosine
     related_floor: float = 0.80  # an issue of the repository itself is shown at or above this cosine
     # A closed question of the repository is "asked before" at or above this cosine (settings
-    # memory_question_floor; bench/related_floor.py --kind usage_question, docs/incoming/w21-comment.md).
+    # memory_question_floor; `python -m eval floor --memory`, docs/as-opened.md).
     question_floor: float = 0.75
 
     @classmethod

@@ -99,9 +99,9 @@ class Settings(BaseSettings):
 
     # Repository memory (history sync, related issues, neighbour titles)
     github_token: SecretStr | None = None  # `ddl-triage history sync` without App credentials
-    memory_related_floor: float = 0.80  # cosine; see README "Repository memory" for the measurement
+    memory_related_floor: float = 0.80  # cosine; `python -m eval floor --memory` (docs/memory.md)
     # A question's earlier near-duplicate question is recalled at or above this cosine ("Asked before"; measured
-    # on gold questions with bench/related_floor.py --kind usage_question, docs/incoming/w21-comment.md).
+    # on gold questions with `python -m eval floor --memory`: too few pairs as opened to choose it; docs/as-opened.md).
     memory_question_floor: float = 0.75
     memory_duplicate_floor: float = 0.93  # an open issue this close is called a possible duplicate
     memory_related_max: int = 3

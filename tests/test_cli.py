@@ -6,7 +6,9 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,3 +110,58 @@ def test_failures_are_one_line_with_a_nonzero_exit(warm: Settings, args: tuple[s
     assert proc.returncode != 0
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_triage_and_predict_read_each_issue_once(engine: Engine, settings: Settings, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`normalise` is counted wherever bot/ calls it: the engine reads the issue, and the repository memory's
+    recall and the comment's asks reuse what it read (the service's own test: test_service_comment_policy)."""
+    from typer.testing import CliRunner
+
+    from bot.cli import main as cli
+    from bot.memory.models import MemoryIssue
+    from bot.memory.store import MemoryStore
+    from bot.reading import normalise as normalise_module
+
+    title = "Training hangs at the first allreduce on two nodes"
+    body = ("NCCL watchdog: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4021, OpType=ALLREDUCE) "
+            "ran for 1800000 milliseconds before timing out. torch 2.3.0, 2 nodes")
+    monkeypatch.setenv("DDL_TRIAGE_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("DDL_TRIAGE_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setattr(cli, "_engine", lambda *args, **kwargs: engine)
+    store = MemoryStore(f"sqlite:///{tmp_path / 'ddl-triage.sqlite3'}")  # a synced history: the recall runs
+    [vector] = engine.embedder.embed(["Training hangs at the first allreduce: NCCL watchdog timeout"])
+    store.upsert([(MemoryIssue(repo="acme/trainer", number=7, title="an earlier hang", created_at=1.0,
+                               text_hash="0"), vector)])
+    store.close()
+
+    real = normalise_module.normalise
+    calls: Counter[str] = Counter()
+
+    def counting(where: str) -> Any:
+        def normalise(issue: Any, *args: Any, **kwargs: Any) -> Any:
+            if issue.title == title:
+                calls[where] += 1
+            return real(issue, *args, **kwargs)
+        return normalise
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("bot.") and getattr(module, "normalise", None) is real:
+            monkeypatch.setattr(module, "normalise", counting(name))
+    runner = CliRunner()
+    done = runner.invoke(cli.app, ["triage", "--title", title, "--body", body, "--repo", "acme/trainer"])
+    assert done.exit_code == 0, done.output
+    assert "**Next step:**" in done.stdout  # the comment was composed: its asks read the report
+    assert calls == {"bot.models.engine": 1}
+    calls.clear()
+    done = runner.invoke(cli.app, ["triage", "--json", "--title", title, "--body", body, "--repo", "acme/trainer"])
+    assert [r["number"] for r in json.loads(done.stdout)["related"]] == [7]  # the memory was asked
+    assert calls == {"bot.models.engine": 1}
+
+    calls.clear()
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text(json.dumps({"id": "hang", "repo": "acme/trainer", "title": title, "body": body}) + "\n")
+    done = runner.invoke(cli.app, ["predict", "--with-comment", "--input", str(src), "--output", str(out)])
+    assert done.exit_code == 0, done.output
+    assert json.loads(out.read_text())["comment"] is not None
+    assert calls == {"bot.models.engine": 1}

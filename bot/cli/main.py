@@ -106,12 +106,13 @@ def triage(
     issue = _issue_from_args(file, title, body).model_copy(update={"repo": repo} if repo else {})
     settings = load_settings(data_dir, predictor)
     engine = _engine(settings, cases, predictor)
-    [result] = with_history(settings, engine.embedder, [issue], [engine.triage(issue)])
+    result, read = engine.read_and_triage(issue)  # the issue is read once, here
+    [result] = with_history(settings, engine.embedder, [issue], [result], [read])
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
         return
     comment = compose_comment(issue, result, engine.taxonomy, CommentPolicy.from_settings(settings),
-                              chat=reading_model(settings))
+                              chat=reading_model(settings), normalised=read)
     silent = ("ddl-triage: the bot would stay silent: no next step, no precedent of the same mechanism and no "
               "question answered before (`--json` shows the labels)")
     typer.echo(silent if comment is None else comment, err=comment is None)
@@ -169,14 +170,17 @@ def predict(
     issues = list(read_issues(input, report))
     engine = _engine(settings, cases, predictor)
     with progress_bar() as update:
-        results = with_history(settings, engine.embedder, issues, engine.triage_many(issues, progress=update))
+        triaged = engine.read_and_triage_many(issues, progress=update)  # each issue is read once, here
+    read = [normalised for _, normalised in triaged]
+    results = with_history(settings, engine.embedder, issues, [result for result, _ in triaged], read)
     policy, chat = CommentPolicy.from_settings(settings), reading_model(settings) if with_comment else None
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("w", encoding="utf-8") as handle:
-        for issue, result in zip(issues, results, strict=True):
+        for issue, result, normalised in zip(issues, results, read, strict=True):
             record = result.batch_record()
             if with_comment:
-                record["comment"] = compose_comment(issue, result, engine.taxonomy, policy, chat=chat)
+                record["comment"] = compose_comment(issue, result, engine.taxonomy, policy, chat=chat,
+                                                    normalised=normalised)
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     typer.echo(f"predicted {len(results)} issues -> {output}" + (f" ({skipped} lines skipped)" if skipped else ""),
                err=True)

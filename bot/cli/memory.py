@@ -21,7 +21,7 @@ from bot.memory.queries import Memory, related_issues
 from bot.memory.store import MemoryStore
 from bot.memory.sync import sync_repository
 from bot.models.embedding import Embedder, EmbeddingCache
-from bot.reading.normalise import normalise
+from bot.reading.normalise import NormalisedIssue
 
 if TYPE_CHECKING:
     from bot.service.github.client import InstallationClient
@@ -66,10 +66,11 @@ def history_sync(
     typer.echo(f"{repo}: {cursor.synced} issues in the memory ({redact(settings.sqlite_url)}){more}")
 
 
-def with_history(settings: Settings, embedder: Embedder, issues: Sequence[Issue], results: Sequence[TriageResult]
-                 ) -> list[TriageResult]:
+def with_history(settings: Settings, embedder: Embedder, issues: Sequence[Issue], results: Sequence[TriageResult],
+                 read: Sequence[NormalisedIssue]) -> list[TriageResult]:
     """The results with the related issues of each issue's repository (`repo`), from whatever history of it was
-    synced into the database (`ddl-triage history sync`); unchanged when none was. Never creates the database."""
+    synced into the database (`ddl-triage history sync`); unchanged when none was. Never creates the database.
+    `read`: each issue as the triage read it (`Engine.read_and_triage_many`), not read again."""
     results = list(results)
     repos = {issue.repo for issue in issues if issue.repo}
     if not repos or not database_exists(settings.sqlite_url):
@@ -80,7 +81,7 @@ def with_history(settings: Settings, embedder: Embedder, issues: Sequence[Issue]
         memory = Memory(store, MemoryIndex(store, settings.memory_max_rows), LabelModels(store.vectors, store.count))
         for j, issue in enumerate(issues):
             if issue.repo in synced:
-                normalised = normalise(issue)
+                normalised = read[j]
                 vector = embedder.embed([normalised.text])[0]  # a cache hit: the engine embedded this text
                 related = related_issues(memory, settings, issue.repo, issue_number(issue), vector,
                                          normalised.signatures)

@@ -168,14 +168,16 @@ def _symptom_reading(result: TriageResult) -> str | None:
 
 
 def compose_comment(issue: Issue, result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy | None = None,
-                    *, author_association: str | None = None, chat: ChatModel | None = None) -> str | None:
+                    *, author_association: str | None = None, chat: ChatModel | None = None,
+                    normalised: NormalisedIssue | None = None) -> str | None:
     """The markdown to post for `issue`, or None when the bot should stay silent.
 
     `author_association` is GitHub's field of the issue's author (OWNER, MEMBER, COLLABORATOR, ...); `chat`, when
-    an LLM is configured, rewrites the reading of the error (validated; the diagnosis's text stands otherwise).
+    an LLM is configured, rewrites the reading of the error (validated; the diagnosis's text stands otherwise);
+    `normalised`, the issue as the triage read it, is not read again.
     """
     return compose(issue, result, taxonomy, policy or CommentPolicy(), author_association=author_association,
-                   chat=chat)[1]
+                   chat=chat, normalised=normalised)[1]
 
 
 def compose(issue: Issue, result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy, *,

@@ -126,13 +126,18 @@ class Engine:
                     batch_size: int = 64) -> list[TriageResult]:
         """Predict every issue; the issue itself is never its own neighbour, and an issue whose opening date is
         known sees only cases opened strictly before it (no neighbour, vote or shared signature from its future)."""
-        results: list[TriageResult] = []
+        return [result for result, _ in self.read_and_triage_many(issues, progress, batch_size)]
+
+    def read_and_triage_many(self, issues: Sequence[Issue], progress: Progress | None = None,
+                             batch_size: int = 64) -> list[tuple[TriageResult, NormalisedIssue]]:
+        """`triage_many`, with each issue as it was read (`read_and_triage`)."""
+        out: list[tuple[TriageResult, NormalisedIssue]] = []
         for start in range(0, len(issues), batch_size):
             batch = list(issues[start:start + batch_size])
-            results += [result for result, _ in self._triage_batch(batch)]
+            out += self._triage_batch(batch)
             if progress:
                 progress("predicting", len(batch), len(issues))
-        return results
+        return out
 
     def _triage_batch(self, batch: list[Issue]) -> list[tuple[TriageResult, NormalisedIssue]]:
         normalised = [normalise(i, report=True) for i in batch]

@@ -5,11 +5,15 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-from collections.abc import Iterator
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import bot.reading.normalise as normalise_module
 from bot.core.paths import default_data_dir
 from bot.core.settings import Settings
 from bot.knowledge.taxonomy import Taxonomy, load_taxonomy
@@ -79,3 +83,25 @@ def github() -> Iterator[FakeGitHub]:
 def app_settings(settings: Settings, github: FakeGitHub, tmp_path: Path) -> Settings:
     """Settings of an App that the module's `github` fixture (a fake GitHub) knows, with a fresh database."""
     return app_settings_for(settings, github, tmp_path)
+
+
+@pytest.fixture
+def count_readings(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], Counter[str]]:
+    """`count_readings(title)` counts, per module of bot/ that calls `normalise`, the calls on issues with that
+    title from then on (the test's own issue: the case base's readings are not counted)."""
+    def start(title: str) -> Counter[str]:
+        real = normalise_module.normalise
+        calls: Counter[str] = Counter()
+
+        def counting(where: str) -> Any:
+            def normalise(issue: Any, *args: Any, **kwargs: Any) -> Any:
+                if issue.title == title:
+                    calls[where] += 1
+                return real(issue, *args, **kwargs)
+            return normalise
+
+        for name, module in list(sys.modules.items()):
+            if name.startswith("bot.") and getattr(module, "normalise", None) is real:
+                monkeypatch.setattr(module, "normalise", counting(name))
+        return calls
+    return start

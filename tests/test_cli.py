@@ -7,8 +7,8 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -113,7 +113,8 @@ def test_failures_are_one_line_with_a_nonzero_exit(warm: Settings, args: tuple[s
 
 
 def test_triage_and_predict_read_each_issue_once(engine: Engine, settings: Settings, tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 count_readings: Callable[[str], Counter[str]]) -> None:
     """`normalise` is counted wherever bot/ calls it: the engine reads the issue, and the repository memory's
     recall and the comment's asks reuse what it read (the service's own test: test_service_comment_policy)."""
     from typer.testing import CliRunner
@@ -121,7 +122,6 @@ def test_triage_and_predict_read_each_issue_once(engine: Engine, settings: Setti
     from bot.cli import main as cli
     from bot.memory.models import MemoryIssue
     from bot.memory.store import MemoryStore
-    from bot.reading import normalise as normalise_module
 
     title = "Training hangs at the first allreduce on two nodes"
     body = ("NCCL watchdog: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4021, OpType=ALLREDUCE) "
@@ -135,19 +135,7 @@ def test_triage_and_predict_read_each_issue_once(engine: Engine, settings: Setti
                                text_hash="0"), vector)])
     store.close()
 
-    real = normalise_module.normalise
-    calls: Counter[str] = Counter()
-
-    def counting(where: str) -> Any:
-        def normalise(issue: Any, *args: Any, **kwargs: Any) -> Any:
-            if issue.title == title:
-                calls[where] += 1
-            return real(issue, *args, **kwargs)
-        return normalise
-
-    for name, module in list(sys.modules.items()):
-        if name.startswith("bot.") and getattr(module, "normalise", None) is real:
-            monkeypatch.setattr(module, "normalise", counting(name))
+    calls = count_readings(title)
     runner = CliRunner()
     done = runner.invoke(cli.app, ["triage", "--title", title, "--body", body, "--repo", "acme/trainer"])
     assert done.exit_code == 0, done.output

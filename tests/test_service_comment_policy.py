@@ -4,16 +4,14 @@ silent triage still stores its decision and still adds the labels the config ena
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from pydantic import SecretStr
 
-import bot.reading.normalise as normalise_module
 from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
 from bot.core.settings import Settings
 from bot.deciding.repo_config import CONFIG_PATH
@@ -184,22 +182,11 @@ def test_a_configured_llm_writes_the_reading_of_the_posted_comment(app_settings:
 
 
 def test_a_triage_reads_the_issue_once_and_the_memory_its_delivery_once(
-        app_settings: Settings, engine: Engine, github: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:
+        app_settings: Settings, engine: Engine, github: FakeGitHub,
+        count_readings: Callable[[str], Counter[str]]) -> None:
     """`normalise` is counted wherever bot/ calls it: the triage (engine, recall, the comment's asks) reads the
     issue as the API shows it once, and the memory reads the delivery's copy once (record and vector)."""
-    real = normalise_module.normalise
-    calls: Counter[str] = Counter()
-
-    def counting(where: str) -> Any:
-        def normalise(issue: Any, *args: Any, **kwargs: Any) -> Any:
-            if issue.title == TIMEOUT_TITLE:
-                calls[where] += 1
-            return real(issue, *args, **kwargs)
-        return normalise
-
-    for name, module in list(sys.modules.items()):
-        if name.startswith("bot.") and getattr(module, "normalise", None) is real:
-            monkeypatch.setattr(module, "normalise", counting(name))
+    calls = count_readings(TIMEOUT_TITLE)
     with running_service(app_settings, engine) as client:
         deliver(client, opened(github, 42))
         assert wait_idle(client) == {"done": 1}

@@ -57,7 +57,7 @@ def fold(split: Split, settings: Settings) -> dict[str, Any]:
         title_view = titles.predict(sparse.csr_matrix(embedder.embed([n.title for n in normalised])), len(queries))
         default, trial = {}, {}
         for axis in JOINT_AXES:
-            base = [v for v in (*VIEWS, *predictor.axis_views.get(axis, ()))]
+            base = [*VIEWS, *predictor.axis_views.get(axis, ())]
             default[axis] = [fuse([views[v][i][axis] for v in base]) for i in range(len(queries))]
             trial[axis] = [fuse([*(views[v][i][axis] for v in base), title_view[i][axis]])
                            for i in range(len(queries))]

@@ -20,7 +20,8 @@ def floor(
                                          "score each part at its own floor and at the shipped one.")] = False,
     memory: Annotated[bool, typer.Option("--memory", help="The repository memory's floors instead: each record's "
                                          "3 nearest earlier records of its own repository, for failures (gold "
-                                         "symptom) and for questions (gold stage).")] = False,
+                                         "symptom) and for questions (gold stage; any record as a neighbour).")
+                      ] = False,
 ) -> None:
     """Precision of "the neighbour shares the gold label" per similarity bin (the comment's floors)."""
     from bot.knowledge.dataset import default_case_files
@@ -46,15 +47,16 @@ def floor(
         for what, axis, kind, fixed in measured:
             pairs = memory_pairs(settings, queries, axis=axis, kind=kind)
             print(f"\n{what}: the 3 nearest earlier records of the same repository, as opened ({names}; "
-                  f"{len(set(pairs.query))} records with a neighbour; the same gold {axis})")
+                  f"{len(set(pairs.query))} records, {len(pairs.sims)} pairs; the same established gold {axis})")
             print(format_table(bin_pairs(pairs.sims, pairs.same), axis))
             if nested:
                 print(f"\nthe floor chosen inside {PARTS} parts of the records (the lowest bin from which on the "
                       f"share at or above reaches {PRECEDENT_TARGET:.2f}), against the shipped {fixed:.2f}:")
                 print(format_nested(nested_floor(pairs, fixed, PRECEDENT_TARGET), fixed, axis))
         return
-    print(f"neighbours of {names} among {', '.join(f.name for f in files)} (k=10)")
     pairs = neighbour_pairs(settings, queries, files)
+    print(f"neighbours of {names} among {', '.join(f.name for f in files)} (k=10; {len(pairs.sims)} pairs with an "
+          "established gold symptom on both sides)")
     print(format_table(bin_pairs(pairs.sims, pairs.same)))
     if nested:
         print(f"\nthe floor chosen inside {PARTS} parts of the records (by a hash of the id), against the shipped "

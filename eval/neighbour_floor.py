@@ -31,6 +31,7 @@ from bot.models.embedding import Embedder, EmbeddingCache
 from bot.models.retrieval import CaseIndex
 from bot.reading.normalise import normalise
 from bot.reading.opening import as_opened, case_base_text
+from eval.comment_scoring import UNSCORED_SYMPTOMS
 
 BIN_WIDTH = 0.05
 PARTS = 5
@@ -71,42 +72,55 @@ def neighbour_pairs(settings: Settings, queries: list[Path], case_files: list[Pa
     embedder = Embedder(settings.embedding_model, EmbeddingCache(settings.cache_dir / "embeddings.sqlite3"))
     index = CaseIndex(cases, embedder.embed([normalise(c).text for c in cases]))
     opened = [as_opened(c) for c in load_case_base(queries, taxonomy, LoadReport())]
-    asked = [c for c in opened if c is not None and c.labels.get("symptom")]
+    asked = [c for c in opened if c is not None and established(c.labels.get("symptom"))]
     vectors = embedder.embed([normalise(c).text for c in asked])
     hits = index.nearest(vectors, k, [{c.id} for c in asked], before=[c.created_at for c in asked])
-    ids, sims, same = [], [], []
-    for query, found in zip(asked, hits, strict=True):
-        for j, sim in found:
-            if cases[j].labels.get("symptom"):
-                ids.append(query.id)
-                sims.append(sim)
-                same.append(cases[j].labels["symptom"] == query.labels["symptom"])
-    return Pairs(np.array(ids, dtype=object), np.array(sims, dtype=float), np.array(same, dtype=bool))
+    return _scored(asked, hits, cases, "symptom")
 
 
 def memory_pairs(settings: Settings, queries: list[Path], *, axis: str = "symptom", kind: str | None = None,
                  k: int = 3) -> Pairs:
-    """Each record's k nearest records of the same repository opened before it, as opened, both with a gold `axis`
-    label (and, with `kind`, both of that gold kind): the pairs the repository memory's floor decides on."""
+    """Each dated record of a repository (of gold `kind`, when given) with an established gold `axis` label, as
+    opened, paired with its k nearest records of the same repository opened before it: any record, as the memory
+    recalls any issue or pull request, scored where that one's label is established too. These are the pairs the
+    repository memory's floors decide on ("Seen before" for failures, "Asked before" for questions)."""
     taxonomy = load_taxonomy(settings.taxonomy)
     opened = [as_opened(c) for c in load_case_base(queries, taxonomy, LoadReport())]
-    cases = [c for c in opened
-             if c is not None and c.labels.get(axis) and (kind is None or c.labels.get("kind") == kind)]
+    cases = [c for c in opened if c is not None and c.created_at is not None and c.repo]
     embedder = Embedder(settings.embedding_model, EmbeddingCache(settings.cache_dir / "embeddings.sqlite3"))
     vectors = embedder.embed([normalise(c).text for c in cases])
     by_repo: dict[str, list[int]] = {}
     for i, case in enumerate(cases):
-        by_repo.setdefault(case.repo or "", []).append(i)
-    ids, sims, same = [], [], []
+        by_repo.setdefault(str(case.repo).lower(), []).append(i)
+    out = Pairs(np.array([], dtype=object), np.array([], dtype=float), np.array([], dtype=bool))
     for rows in by_repo.values():
         own: list[Case] = [cases[i] for i in rows]
         index = CaseIndex(own, vectors[rows])
-        hits = index.nearest(vectors[rows], k, [{c.id} for c in own], before=[c.created_at for c in own])
-        for query, found in zip(own, hits, strict=True):
-            for j, sim in found:
+        asked = [i for i, c in enumerate(own)
+                 if established(c.labels.get(axis)) and (kind is None or c.labels.get("kind") == kind)]
+        hits = index.nearest(vectors[rows][asked], k, [{own[i].id} for i in asked],
+                             before=[own[i].created_at for i in asked])
+        found = _scored([own[i] for i in asked], hits, own, axis)
+        out = Pairs(np.concatenate([out.query, found.query]), np.concatenate([out.sims, found.sims]),
+                    np.concatenate([out.same, found.same]))
+    return out
+
+
+def established(label: str | None) -> bool:
+    """A gold label a pair can be scored on: given, and neither `unknown` nor `none` (two feature requests, both
+    of symptom `none`, do not share a failure)."""
+    return label not in UNSCORED_SYMPTOMS
+
+
+def _scored(asked: list[Case], hits: list[list[tuple[int, float]]], cases: list[Case], axis: str) -> Pairs:
+    """The pairs of each asked record with its hits among `cases` whose `axis` label is established."""
+    ids, sims, same = [], [], []
+    for query, found in zip(asked, hits, strict=True):
+        for j, sim in found:
+            if established(cases[j].labels.get(axis)):
                 ids.append(query.id)
                 sims.append(sim)
-                same.append(own[j].labels[axis] == query.labels[axis])
+                same.append(cases[j].labels[axis] == query.labels[axis])
     return Pairs(np.array(ids, dtype=object), np.array(sims, dtype=float), np.array(same, dtype=bool))
 
 
@@ -173,9 +187,12 @@ def format_nested(rows: list[NestedRow], fixed: float, label: str = "symptom") -
 
 
 def bin_pairs(sims: np.ndarray, same: np.ndarray) -> list[FloorRow]:
+    """Pairs per cosine bin from 0.20 up; the top bin holds everything from 0.95 (a copy's cosine may round above
+    1.0)."""
     table = []
-    for low in np.arange(0.2, 1.0, BIN_WIDTH):
-        inside = (sims >= low) & (sims < low + BIN_WIDTH)
+    lows = np.arange(0.2, 1.0, BIN_WIDTH)
+    for low in lows:
+        inside = (sims >= low) & ((sims < low + BIN_WIDTH) | (low == lows[-1]))
         above = sims >= low
         table.append(FloorRow(round(float(low), 2), int(inside.sum()), int(same[inside].sum()),
                               int(above.sum()), int(same[above].sum())))

@@ -47,6 +47,8 @@ def test_the_rule_takes_the_lowest_bin_from_which_on_most_neighbours_share_the_s
     same = np.array([True, False, False, True, True, True, True])
     assert chosen_floor(bin_pairs(sims, same)) == 0.70
     assert chosen_floor(bin_pairs(np.array([0.9]), np.array([False]))) is None
+    # A copy's cosine can round above 1.0: the top bin holds it.
+    assert [(row.low, row.pairs) for row in bin_pairs(np.array([1.0000001]), np.array([True]))][-1] == (0.95, 1)
 
 
 def test_the_nested_floor_of_a_part_is_chosen_on_the_other_parts_only() -> None:
@@ -72,8 +74,9 @@ def test_the_memory_pairs_each_record_with_earlier_records_of_its_own_repository
                                                                                     tmp_path: Path) -> None:
     from eval.neighbour_floor import memory_pairs
 
-    def record(repo: str, number: int, kind: str, day: str | None, stage: str = "training") -> dict[str, object]:
-        made = _record(number, "hang_timeout", day, HANG.format(n=number))
+    def record(repo: str, number: int, kind: str, day: str | None, stage: str = "training",
+               symptom: str = "hang_timeout", text: str = HANG) -> dict[str, object]:
+        made = _record(number, symptom, day, text.format(n=number))
         labels = {**made["labels"], "kind": kind, "stage": stage}  # type: ignore[dict-item]
         return {**made, "id": f"{repo}#{number}", "repo": repo, "labels": labels}
 
@@ -81,6 +84,9 @@ def test_the_memory_pairs_each_record_with_earlier_records_of_its_own_repository
                record("acme/trainer", 2, "bug_report", "2022-06-01"),
                record("acme/trainer", 3, "bug_report", None),  # mid-thread: no opening post, the memory never has it
                record("acme/server", 4, "bug_report", "2020-01-01"),  # another repository, opened first
+               # A request: no failure and no stage to share, so never asked and never scored as a neighbour.
+               record("acme/trainer", 8, "feature_request", "2022-12-01", stage="none", symptom="none",
+                      text="Please export the training curves {n} to TensorBoard by default"),
                record("acme/trainer", 5, "usage_question", "2023-06-01", stage="inference"),
                record("acme/trainer", 6, "usage_question", "2024-06-01", stage="inference"),
                record("acme/trainer", 7, "usage_question", "2025-06-01")]
@@ -88,19 +94,21 @@ def test_the_memory_pairs_each_record_with_earlier_records_of_its_own_repository
     data.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
 
     failures = memory_pairs(settings, [data])
-    # #1 and #4 have nothing earlier in their own repository; #2 pairs with #1, #5 with #1 and #2, #6 and #7 with
-    # their 3 nearest earlier trainer records. #3 takes no part and #4 is never a neighbour of a trainer record.
+    # #1 and #4 have nothing earlier in their own repository; #2 pairs with #1; #5's three earlier records are #1,
+    # #2 and the request #8, which is not scored; #6 and #7 pair with their 3 nearest earlier trainer reports.
+    # #3 takes no part, #4 is never a neighbour of a trainer record, #8 is never asked.
     assert sorted(failures.query) == ["acme/trainer#2", *["acme/trainer#5"] * 2, *["acme/trainer#6"] * 3,
                                       *["acme/trainer#7"] * 3]
     questions = memory_pairs(settings, [data], axis="stage", kind="usage_question")
-    # Questions only, on both sides: #6 pairs with #5 (same stage), #7 with #5 and #6 (another stage).
-    assert sorted(questions.query) == ["acme/trainer#6", "acme/trainer#7", "acme/trainer#7"]
-    assert sorted(zip(questions.query, questions.same, strict=True)) == [
-        ("acme/trainer#6", True), ("acme/trainer#7", False), ("acme/trainer#7", False)]
+    # Questions are asked; their neighbours are any earlier record, as "Asked before" recalls any answered issue:
+    # #5 with #1 and #2 (training: misses), #6 with #5 (a hit), #1 and #2, #7 with three of #1, #2, #5 and #6.
+    assert sorted(questions.query) == [*["acme/trainer#5"] * 2, *["acme/trainer#6"] * 3, *["acme/trainer#7"] * 3]
+    assert [same for query, same in zip(questions.query, questions.same, strict=True)
+            if query != "acme/trainer#7"].count(True) == 1
 
 
 def test_the_memory_rule_takes_the_lowest_bin_from_which_on_the_share_above_reaches_the_target() -> None:
-    from eval.neighbour_floor import PRECEDENT_TARGET, bin_pairs, chosen_floor
+    from eval.neighbour_floor import PRECEDENT_TARGET, Pairs, bin_pairs, chosen_floor, nested_floor, part_of
 
     # Share at or above each bin: 0.85 -> 3/3, 0.80 -> 4/5 (0.80), 0.75 -> 5/7 (0.71), 0.70 -> 7/9 (0.78).
     # The majority rule would go down to 0.70 (every bin from there has more hits than misses, but 0.80's bin
@@ -109,4 +117,9 @@ def test_the_memory_rule_takes_the_lowest_bin_from_which_on_the_share_above_reac
     same = np.array([True, True, True, False, True, False, True, True, True])
     table = bin_pairs(sims, same)
     assert chosen_floor(table, PRECEDENT_TARGET) == 0.80
+    # Nested, the other parts' pairs are chosen on by the same rule.
+    others = [i for i in (f"acme/trainer#{n}" for n in range(100)) if part_of(i) != 0][: len(sims)]
+    pairs = Pairs(np.array(others, dtype=object), sims, same)
+    assert nested_floor(pairs, 0.80, PRECEDENT_TARGET)[0].floor == 0.80
+    assert nested_floor(pairs, 0.80)[0].floor == 0.85
     assert chosen_floor(table) == 0.85  # the evidence rule stops at 0.80's bin (1 of 2 is not most)

@@ -79,9 +79,8 @@ def with_history(settings: Settings, embedder: Embedder, issues: Sequence[Issue]
     try:
         synced = {repo for repo in repos if store.count(repo)}
         memory = Memory(store, MemoryIndex(store, settings.memory_max_rows), LabelModels(store.vectors, store.count))
-        for j, issue in enumerate(issues):
+        for j, (issue, normalised) in enumerate(zip(issues, read, strict=True)):
             if issue.repo in synced:
-                normalised = read[j]
                 vector = embedder.embed([normalised.text])[0]  # a cache hit: the engine embedded this text
                 related = related_issues(memory, settings, issue.repo, issue_number(issue), vector,
                                          normalised.signatures)

@@ -8,8 +8,9 @@ table gives, per cosine bin, how many pairs fall in it and what share are hits, 
 among all pairs at or above the bin's lower edge (what a floor there would show).
 
 `memory_pairs` measures the repository memory's floors the same way: each record's nearest records of its own
-repository opened before it (the memory holds a repository's issues as GitHub shows them: opening posts), on
-failures (the gold symptom) or on questions alone (the gold stage: a question rarely has a symptom).
+repository opened before it (the memory holds a repository's issues as GitHub shows them: opening posts), for
+failures (the gold symptom) or for questions (asked by questions, scored on the gold stage: a question rarely
+has a symptom). A pair counts only where both labels are established (not `none` or `unknown`).
 
 `nested_floor` says how much choosing the floor on the same records flatters it: the records are split in
 PARTS parts (by a hash of their id); per part, the rule picks a floor from the other parts' pairs, and that

@@ -4,11 +4,14 @@ knowledge base and the error signatures on the gold data."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from bot.core.settings import Settings
+
+if TYPE_CHECKING:
+    from eval.neighbour_floor import Pairs
 
 SIGNATURE_FILES = ("ddl-dev.jsonl", "ddl-dev-r3.jsonl", "liu23.jsonl")
 
@@ -26,16 +29,7 @@ def floor(
     """Precision of "the neighbour shares the gold label" per similarity bin (the comment's floors)."""
     from bot.knowledge.dataset import default_case_files
     from eval.cli import load_settings
-    from eval.neighbour_floor import (
-        PARTS,
-        PRECEDENT_TARGET,
-        bin_pairs,
-        format_nested,
-        format_table,
-        memory_pairs,
-        neighbour_pairs,
-        nested_floor,
-    )
+    from eval.neighbour_floor import PRECEDENT_TARGET, bin_pairs, format_table, memory_pairs, neighbour_pairs
 
     settings = load_settings()
     files = default_case_files(settings.data_dir)
@@ -50,18 +44,23 @@ def floor(
                   f"{len(set(pairs.query))} records, {len(pairs.sims)} pairs; the same established gold {axis})")
             print(format_table(bin_pairs(pairs.sims, pairs.same), axis))
             if nested:
-                print(f"\nthe floor chosen inside {PARTS} parts of the records (the lowest bin from which on the "
-                      f"share at or above reaches {PRECEDENT_TARGET:.2f}), against the shipped {fixed:.2f}:")
-                print(format_nested(nested_floor(pairs, fixed, PRECEDENT_TARGET), fixed, axis))
+                rule = f"the lowest bin from which on the share at or above reaches {PRECEDENT_TARGET:.2f}"
+                print_nested(pairs, fixed, rule, PRECEDENT_TARGET, axis)
         return
     pairs = neighbour_pairs(settings, queries, files)
     print(f"neighbours of {names} among {', '.join(f.name for f in files)} (k=10; {len(pairs.sims)} pairs with an "
           "established gold symptom on both sides)")
     print(format_table(bin_pairs(pairs.sims, pairs.same)))
     if nested:
-        print(f"\nthe floor chosen inside {PARTS} parts of the records (by a hash of the id), against the shipped "
-              f"{settings.similarity_floor:.2f}:")
-        print(format_nested(nested_floor(pairs, settings.similarity_floor), settings.similarity_floor))
+        print_nested(pairs, settings.similarity_floor, "by a hash of the id")
+
+
+def print_nested(pairs: Pairs, fixed: float, rule: str, target: float | None = None, label: str = "symptom") -> None:
+    """The floor chosen inside the parts of the records (`eval.neighbour_floor.nested_floor`) against `fixed`."""
+    from eval.neighbour_floor import PARTS, format_nested, nested_floor
+
+    print(f"\nthe floor chosen inside {PARTS} parts of the records ({rule}), against the shipped {fixed:.2f}:")
+    print(format_nested(nested_floor(pairs, fixed, target), fixed, label))
 
 
 def diagnostics(

@@ -41,10 +41,7 @@ def decision(store: Store, delivery_id: str) -> Decision | None:
 
 def latest_decisions(store: Store, repo: str, limit: int) -> list[Decision]:
     """A repository's latest decisions, newest first, each with the time it was stored."""
-    with store.transaction() as run:
-        rows = run("SELECT delivery_id, decision, created_at FROM decisions WHERE repo = ? ORDER BY created_at DESC "
-                   "LIMIT ?", (repo, limit)).fetchall()
-    return read_decisions(rows)
+    return store.decisions(limit, repo=repo)
 
 
 def count_decisions(store: Store, repo: str) -> int:

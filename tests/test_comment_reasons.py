@@ -255,8 +255,11 @@ def test_a_playbook_read_from_the_title_alone_is_no_reason_to_speak(taxonomy: Ta
                           "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800012 "
                           "milliseconds before timing out.")
     plan, comment = compose(watchdog, _result(watchdog, symptom="hang_timeout"), taxonomy, CommentPolicy())
-    assert plan.diagnosis is not None and not plan.diagnosis.playbook
-    assert plan.reasons == ("next_step",) and comment is not None
+    assert plan.diagnosis is not None and not plan.diagnosis.playbook  # read from the post's error line...
+    assert plan.diagnosis.localises and comment is None  # ...but "find the rank that is elsewhere" is for any one
+    located = watchdog.model_copy(update={"body": watchdog.body + "\nRanks 0-2 hang in `dist.all_reduce()`."})
+    plan, comment = compose(located, _result(located, symptom="hang_timeout"), taxonomy, CommentPolicy())
+    assert plan.reasons == ("next_step",) and comment is not None and "already shows where it waits" in comment
 
 
 def test_a_question_the_documentation_answers_gets_the_answer_and_a_post_that_did_it_nothing(
@@ -330,3 +333,46 @@ def test_a_build_failure_is_a_precedent_only_by_its_error_never_by_a_close_build
     # the same closeness still makes a precedent for a failure whose mechanism a close post does tell
     crash = _result(ISSUE, related=[_related(4800, score=0.92)])
     assert [p.link for p in plan_comment(crash, taxonomy, CommentPolicy(), ISSUE).precedents] == ["#4800"]
+
+
+# ---------------------------------------------------------------- the usual first step of localising: no reason
+
+SEGFAULT = Issue(id="s", repo=REPO, number=6200, created_at=OPENED, title="Segfault at the first step with ZeRO-3",
+                 body="The job dies at step 0 on 4 x A100:\n```\nSegmentation fault (core dumped)\n```\n"
+                      "deepspeed 0.14.2, torch 2.3.0+cu121.")
+
+
+def test_the_usual_first_step_of_localising_rides_along_but_never_speaks_alone(taxonomy: Taxonomy) -> None:
+    plan, comment = compose(SEGFAULT, _result(SEGFAULT, symptom="segmentation_fault"), taxonomy, CommentPolicy())
+    assert plan.diagnosis is not None and plan.diagnosis.id == "segmentation_fault" and plan.diagnosis.localises
+    assert plan.reasons == () and comment is None  # the same step for every segfault: silence scores the same
+    earlier = _related(5900, score=0.9)  # the repository's own issue past the related floor: a precedent
+    plan, comment = compose(SEGFAULT, _result(SEGFAULT, symptom="segmentation_fault", related=[earlier]), taxonomy,
+                            CommentPolicy())
+    assert plan.reasons == (PRECEDENT,) and comment is not None
+    assert "#5900" in comment and "`python -X faulthandler ...`" in comment  # the step rides along
+
+
+def test_a_localising_steps_follow_up_reads_the_post_and_speaks(taxonomy: Taxonomy) -> None:
+    stacked = SEGFAULT.model_copy(update={"body": SEGFAULT.body + "\nWith faulthandler:\n```\nFatal Python error: "
+                                                                  "Segmentation fault\n\nCurrent thread "
+                                                                  "0x00007f3a (most recent call first):\n  File "
+                                                                  "\"stage3.py\", line 412 in step\n```"})
+    plan, comment = compose(stacked, _result(stacked, symptom="segmentation_fault"), taxonomy, CommentPolicy())
+    assert plan.diagnosis is not None and not plan.diagnosis.localises
+    assert plan.diagnosis.next_step.startswith("The native stack names the library it crashed in")
+    assert plan.reasons == (NEXT_STEP,) and comment is not None and "faulthandler ...`" not in comment
+
+
+def test_a_step_that_names_the_cause_is_not_a_localising_one(taxonomy: Taxonomy) -> None:
+    # the port in use names the cause and its remedy; a size mismatch's "compare the sizes" does not
+    busy = Issue(id="a", repo=REPO, title="Cannot start a second job on the node",
+                 body="RuntimeError: The server socket has failed to listen on any local network address. "
+                      "The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).")
+    [first, *_] = _result(busy, symptom="launch_failure").diagnoses
+    assert first.id == "address_in_use" and not first.localises
+    shapes = Issue(id="z", repo=REPO, title="Size mismatch in the attention with TP=2",
+                   body="RuntimeError: The size of tensor a (4096) must match the size of tensor b (2048) at "
+                        "non-singleton dimension 2")
+    [first, *_] = _result(shapes, symptom="tensor_mismatch").diagnoses
+    assert first.id == "tensor_size_mismatch" and first.localises

@@ -67,8 +67,9 @@ class CommentPlan:
 
     @property
     def substance(self) -> Substance:
-        # A playbook read from the title alone rides along; only a step read from the post is a reason to speak.
-        return Substance(next_step=self.diagnosis is not None and not self.diagnosis.playbook,
+        # A playbook read from the title alone, or the usual first step of localising the error, rides along; only
+        # a step read from what this post shows is a reason to speak.
+        return Substance(next_step=self.diagnosis is not None and not _generic(self.diagnosis),
                          precedents=len(self.precedents),
                          asked_before=len(self.asked_before), labels=len(self.rows), asks=len(self.asks))
 
@@ -138,13 +139,30 @@ def told_in_step(ask: str, step: str) -> bool:
 
 def shown_diagnosis(diagnoses: list[Diagnosis]) -> Diagnosis | None:
     """The first diagnosis, with the step to show: its next step; when the post shows that step done, its
-    follow-up; without a follow-up, none (prescribing what the reporter already did costs their trust)."""
+    follow-up (no longer the generic first step: `localises` off); without a follow-up, none (prescribing what the
+    reporter already did costs their trust). When that step only localises the error (or is a playbook read from
+    the title), a later diagnosis whose step names a mechanism is shown instead: the watchdog timeout of a job
+    that "hangs at the first allreduce" is the hang at the first collective, and its step is the one to give."""
     if not diagnoses:
         return None
-    first = diagnoses[0]
-    if not first.done:
+    first = _with_step(diagnoses[0])
+    if first is None or not _generic(first):
         return first
-    return first.model_copy(update={"next_step": first.follow_up, "done": False}) if first.follow_up else None
+    return next((d for d in map(_with_step, diagnoses[1:]) if d is not None and not _generic(d)), first)
+
+
+def _with_step(diagnosis: Diagnosis) -> Diagnosis | None:
+    """The diagnosis with the step to show: its own, its follow-up when the post did that, or None."""
+    if not diagnosis.done:
+        return diagnosis
+    # The follow-up answers what the post shows done: never the generic first step, so a reason to speak.
+    return (diagnosis.model_copy(update={"next_step": diagnosis.follow_up, "done": False, "localises": False})
+            if diagnosis.follow_up else None)
+
+
+def _generic(diagnosis: Diagnosis) -> bool:
+    """A step that is no reason to speak on its own (CommentPlan.substance)."""
+    return diagnosis.playbook or diagnosis.localises
 
 
 def _asked_symptom(result: TriageResult) -> str | None:

@@ -90,6 +90,9 @@ class Diagnosis(BaseModel):
     # Read from the title's words alone (a hang, low throughput) with nothing in the post backing it: a playbook,
     # not a reading of this report. It rides along with a precedent but is no reason to speak on its own.
     playbook: bool = False
+    # The entry's step is the usual first step of localising the error, the same for every report of it (the
+    # knowledge base's `localises`): like a playbook, it rides along but is no reason to speak on its own.
+    localises: bool = False
 
 
 class AxisPrediction(BaseModel):

@@ -71,6 +71,10 @@ class Entry(BaseModel):
     # set, `py-spy` stacks pasted, the hang located to one call); then `follow_up` is the step shown, or none.
     done_when: tuple[str, ...] = ()
     follow_up: str | None = None
+    # The next step is the usual first step of localising this error whatever the report says (rerun with a debug
+    # flag, dump the stacks, post the first error line, the generic remedies of an OOM): it rides along with a
+    # precedent but is no reason to speak on its own. Its `follow_up`, read from what the post shows, is one.
+    localises: bool = False
 
     _compiled: dict[str, tuple[LinePattern, ...]] = PrivateAttr(default_factory=dict)
 
@@ -148,7 +152,8 @@ class Entry(BaseModel):
         return Diagnosis(id=self.id, title=self.title, reading=self.reading, next_step=self.next_step,
                          symptoms=list(self.symptoms), stage=self.stage, root_cause=self.root_cause,
                          fix_pattern=self.fix_pattern, ask=self.ask, matched=matched[:MAX_MATCHED_CHARS],
-                         done=done, follow_up=self.follow_up, playbook=self.is_playbook(matched, title))
+                         done=done, follow_up=self.follow_up, playbook=self.is_playbook(matched, title),
+                         localises=self.localises)
 
     def is_playbook(self, matched: str, title: str) -> bool:
         """Whether the match is the title's words alone: a `title_patterns` hit with no `requires` evidence. An

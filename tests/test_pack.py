@@ -175,8 +175,8 @@ def test_a_clean_checkout_with_no_shared_data_triages_from_the_pack(tmp_path: Pa
     env = {k: v for k, v in os.environ.items() if not k.startswith("DDL_TRIAGE_")}
     env |= {"DDL_TRIAGE_STATE_DIR": str(tmp_path / "state"), "PYTHONPATH": str(clone), "HF_HUB_OFFLINE": "1"}
     body = ("Training hangs at the first allreduce and then crashes. [Rank 3] Watchdog caught collective "
-            "operation timeout: WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800 seconds before timing out. "
-            "2 nodes x 8 A100, deepspeed 0.14.0, torch 2.2.0")
+            "operation timeout: WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800 seconds before "
+            "timing out. 2 nodes x 8 A100, deepspeed 0.14.0, torch 2.2.0")
     run = subprocess.run([sys.executable, "-m", "bot.cli.main", "triage", "--title",
                           "[BUG] NCCL watchdog timeout during allreduce with ZeRO-3", "--body", body],
                          cwd=clone, env=env, capture_output=True, text=True, timeout=600)

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.comment import CommentPolicy, Substance, compose, plan_comment, should_comment
+from bot.comment.compose import shown_diagnosis
 from bot.comment.policy import ASKED_BEFORE, NEXT_STEP, PRECEDENT, REASONS
 from bot.core.domain import AxisPrediction, Diagnosis, EnvironmentFacts, Issue, Neighbour, RelatedIssue, TriageResult
 from bot.core.settings import AXES
@@ -376,3 +377,28 @@ def test_a_step_that_names_the_cause_is_not_a_localising_one(taxonomy: Taxonomy)
                         "non-singleton dimension 2")
     [first, *_] = _result(shapes, symptom="tensor_mismatch").diagnoses
     assert first.id == "tensor_size_mismatch" and first.localises
+
+
+def _diagnosis(entry: str, symptom: str = "hang_timeout", **flags: object) -> Diagnosis:
+    return Diagnosis.model_validate({"id": entry, "title": entry, "reading": "r.", "next_step": f"step {entry}",
+                                     "symptoms": [symptom], **flags})
+
+
+def test_a_later_step_of_the_same_failure_that_names_a_mechanism_is_shown_over_a_localising_first(
+        taxonomy: Taxonomy) -> None:
+    generic = _diagnosis("watchdog", localises=True)
+    mechanism = _diagnosis("mechanism")
+    assert shown_diagnosis([generic, _diagnosis("title", playbook=True), mechanism]) == mechanism
+    assert shown_diagnosis([generic, _diagnosis("other", symptom="out_of_memory")]) == generic  # another failure
+    assert shown_diagnosis([generic, _diagnosis("tried", done=True)]) == generic  # nothing better: it rides along
+    shown = shown_diagnosis([generic, _diagnosis("located", done=True, follow_up="after", playbook=True)])
+    assert shown is not None and (shown.id, shown.next_step, shown.localises, shown.playbook) == (
+        "located", "after", False, False)  # a follow-up reads the post: neither generic nor a playbook
+    assert shown_diagnosis([_diagnosis("done", done=True), mechanism]) is None  # the first was done: no step
+    hang = Issue(id="f", repo=REPO, title="Training hangs at the first allreduce",
+                 body="Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE) ran for "
+                      "1800000 milliseconds before timing out.")
+    plan, comment = compose(hang, _result(hang, symptom="hang_timeout"), taxonomy, CommentPolicy())
+    assert [d.id for d in _result(hang).diagnoses][:1] == ["nccl_watchdog_timeout"]
+    assert plan.diagnosis is not None and plan.diagnosis.id == "hang_at_process_group_init"
+    assert plan.reasons == (NEXT_STEP,) and comment is not None

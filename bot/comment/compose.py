@@ -3,8 +3,9 @@ ask, or silence.
 
 Order of what maintainers asked for: the repository's own precedent (and labelled cases that share the error),
 or for a question the same question answered before; one specific next step read from the error (the first
-diagnosis, or its follow-up when the post shows the step done; the LLM's reading when one is configured); the
-fact the next step needs and the text lacks. The labels in words only where the repository asks for them
+diagnosis, or its follow-up when the post shows the step done, or a later diagnosis of the same failure when the
+first only localises it; the LLM's reading when one is configured); the fact the next step needs and the text
+lacks. The labels in words only where the repository asks for them
 (`comment_labels: true`): labels are for routing, in GitHub labels and the hidden marker.
 """
 
@@ -139,24 +140,29 @@ def told_in_step(ask: str, step: str) -> bool:
 
 def shown_diagnosis(diagnoses: list[Diagnosis]) -> Diagnosis | None:
     """The first diagnosis, with the step to show: its next step; when the post shows that step done, its
-    follow-up (no longer the generic first step: `localises` off); without a follow-up, none (prescribing what the
+    follow-up (read from the post: no longer a generic step); without a follow-up, none (prescribing what the
     reporter already did costs their trust). When that step only localises the error (or is a playbook read from
-    the title), a later diagnosis whose step names a mechanism is shown instead: the watchdog timeout of a job
-    that "hangs at the first allreduce" is the hang at the first collective, and its step is the one to give."""
+    the title), a later diagnosis of the same failure (a symptom in common) whose step names a mechanism is shown
+    instead: the watchdog timeout of a job that "hangs at the first allreduce" is the hang at the first
+    collective, and its step is the one to give."""
     if not diagnoses:
         return None
     first = _with_step(diagnoses[0])
     if first is None or not _generic(first):
         return first
-    return next((d for d in map(_with_step, diagnoses[1:]) if d is not None and not _generic(d)), first)
+    same_failure = (d for d in map(_with_step, diagnoses[1:])
+                    if d is not None and not _generic(d) and set(d.symptoms) & set(first.symptoms))
+    return next(same_failure, first)
 
 
 def _with_step(diagnosis: Diagnosis) -> Diagnosis | None:
     """The diagnosis with the step to show: its own, its follow-up when the post did that, or None."""
     if not diagnosis.done:
         return diagnosis
-    # The follow-up answers what the post shows done: never the generic first step, so a reason to speak.
-    return (diagnosis.model_copy(update={"next_step": diagnosis.follow_up, "done": False, "localises": False})
+    # The follow-up answers what the post shows done: neither the generic first step nor a title's playbook, so a
+    # reason to speak.
+    return (diagnosis.model_copy(update={"next_step": diagnosis.follow_up, "done": False, "localises": False,
+                                         "playbook": False})
             if diagnosis.follow_up else None)
 
 

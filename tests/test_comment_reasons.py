@@ -391,9 +391,10 @@ def test_a_later_step_of_the_same_failure_that_names_a_mechanism_is_shown_over_a
     assert shown_diagnosis([generic, _diagnosis("title", playbook=True), mechanism]) == mechanism
     assert shown_diagnosis([generic, _diagnosis("other", symptom="out_of_memory")]) == generic  # another failure
     assert shown_diagnosis([generic, _diagnosis("tried", done=True)]) == generic  # nothing better: it rides along
-    shown = shown_diagnosis([generic, _diagnosis("located", done=True, follow_up="after", playbook=True)])
-    assert shown is not None and (shown.id, shown.next_step, shown.localises, shown.playbook) == (
-        "located", "after", False, False)  # a follow-up reads the post: neither generic nor a playbook
+    shown = shown_diagnosis([generic, _diagnosis("located", done=True, follow_up="after")])
+    assert shown is not None and (shown.id, shown.next_step, shown.localises) == ("located", "after", False)
+    title_only = _diagnosis("title", done=True, follow_up="after", playbook=True)  # a playbook stays one
+    assert shown_diagnosis([generic, title_only]) == generic
     assert shown_diagnosis([_diagnosis("done", done=True), mechanism]) is None  # the first was done: no step
     hang = Issue(id="f", repo=REPO, title="Training hangs at the first allreduce",
                  body="Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE) ran for "

@@ -140,11 +140,11 @@ def told_in_step(ask: str, step: str) -> bool:
 
 def shown_diagnosis(diagnoses: list[Diagnosis]) -> Diagnosis | None:
     """The first diagnosis, with the step to show: its next step; when the post shows that step done, its
-    follow-up (read from the post: no longer a generic step); without a follow-up, none (prescribing what the
-    reporter already did costs their trust). When that step only localises the error (or is a playbook read from
-    the title), a later diagnosis of the same failure (a symptom in common) whose step names a mechanism is shown
-    instead: the watchdog timeout of a job that "hangs at the first allreduce" is the hang at the first
-    collective, and its step is the one to give."""
+    follow-up (read from the post: no longer a generic step, though a title's playbook stays one); without a
+    follow-up, none (prescribing what the reporter already did costs their trust). When that step only localises
+    the error (or is a playbook read from the title), a later diagnosis of the same failure (a symptom in common)
+    whose step names a mechanism is shown instead: the watchdog timeout of a job that "hangs at the first
+    allreduce" is the hang at the first collective, and its step is the one to give."""
     if not diagnoses:
         return None
     first = _with_step(diagnoses[0])
@@ -159,10 +159,10 @@ def _with_step(diagnosis: Diagnosis) -> Diagnosis | None:
     """The diagnosis with the step to show: its own, its follow-up when the post did that, or None."""
     if not diagnosis.done:
         return diagnosis
-    # The follow-up answers what the post shows done: neither the generic first step nor a title's playbook, so a
-    # reason to speak.
-    return (diagnosis.model_copy(update={"next_step": diagnosis.follow_up, "done": False, "localises": False,
-                                         "playbook": False})
+    # The follow-up answers what the post shows done, so it is no generic first step. A playbook read from the title
+    # alone stays one: its follow-up told reporters who had analysed their deadlock what they had done
+    # (`python -m eval comments`, 2 comments).
+    return (diagnosis.model_copy(update={"next_step": diagnosis.follow_up, "done": False, "localises": False})
             if diagnosis.follow_up else None)
 
 

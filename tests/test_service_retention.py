@@ -15,7 +15,10 @@ import pytest
 
 from bot.core.settings import Settings
 from bot.core.storage.database import connect_sqlite
+from bot.memory.records import issue_text
+from bot.models.embedding import EmbeddingCache, text_hash
 from bot.models.engine import Engine
+from bot.service.github.issues import listed_issue
 from bot.service.handlers.feedback import LearnedCorrections
 from bot.service.retention.erasure import erase_repositories
 from bot.service.retention.policy import RETENTION, prune
@@ -67,6 +70,13 @@ def test_a_deleted_issue_takes_its_corrections_and_decisions_from_the_database_a
         wait_idle(client, timeout=180)
         case_id = f"{REPO}#42"
         assert case_id in {c.id for c in private_engine.index.cases}
+        texts = [text_hash(issue_text(listed_issue(github.repos[REPO].issues[42])))]
+        body = str(github.repos[REPO].issues[42]["body"])
+        deliver(client, issue_payload(github, "issues-edited", body=f"{body}\n\nAlso on NCCL 2.21.5."))
+        wait_idle(client, timeout=180)
+        texts.append(text_hash(issue_text(listed_issue(github.repos[REPO].issues[42]))))
+        cache = EmbeddingCache(app_settings.cache_dir / "embeddings.sqlite3")
+        assert set(cache.get_many(private_engine.embedder.model_id, texts)) == set(texts), "both texts embedded"
         # A worker's catch-up of its case base, as each one does before its next triage.
         other = LearnedCorrections(state.store, app_settings.github_api_url)
         size = len(private_engine.index.cases)
@@ -76,6 +86,8 @@ def test_a_deleted_issue_takes_its_corrections_and_decisions_from_the_database_a
         wait_idle(client, timeout=180)
         assert rows_of(app_settings, "feedback", REPO) == 0 and rows_of(app_settings, "decisions", REPO) == 0
         assert state.memory.store.issue(REPO, 42) is None
+        assert cache.get_many(private_engine.embedder.model_id, texts) == {}, "the vectors of both its texts went"
+        cache.close()
         other.catch_up(private_engine)
         assert case_id not in {c.id for c in private_engine.index.cases}
         assert len(private_engine.index.cases) == size - 1 and case_id not in private_engine.private_cases

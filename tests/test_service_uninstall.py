@@ -50,12 +50,16 @@ def test_removing_a_repository_then_deleting_the_installation_erases_every_row_a
         deliver(client, issue_payload(github))  # issue 42 of REPO: a comment, a decision, a memory row
         deliver(client, opened_in_other(github, 43))
         deliver(client, command(github, "/triage symptom=out_of_memory"), "issue_comment")  # feedback
+        older = text_hash(issue_text(listed_issue(github.repos[REPO].issues[42])))
+        # Edited after the correction: the memory and the correction's case hold two texts, each with a vector.
+        deliver(client, edited(github, 42))
         github.fail("GET", f"/repos/{REPO}/issues/44", (404, {}, "Not Found"))
         deliver(client, issue_payload(github, number=44, title="Checkpoint loads the wrong shard"))
         counts = wait_idle(client)
         assert counts.get("failed") == 1, "a failed job keeps its payload for an operator, until uninstall"
         memory = state_of(client).memory
-        hashes = [text_hash(issue_text(listed_issue(issue))) for issue in github.repos[REPO].issues.values()]
+        hashes = [older, *(text_hash(issue_text(listed_issue(issue))) for issue in github.repos[REPO].issues.values())]
+        assert older not in hashes[1:], "the edit changed the text"
         assert memory.store.count(REPO) == 14 and len(state_of(client).store.feedback_cases()) == 1
         assert memory.store.issue(REPO, 42).signatures, "its NCCL line is remembered (memory_signatures), then erased"  # type: ignore[union-attr]
 
@@ -92,6 +96,12 @@ def opened_in_other(github: FakeGitHub, number: int) -> dict[str, Any]:
                          "html_url": f"https://github.com/{OTHER}/issues/{number}"}
     github.add_issue(payload)
     return payload
+
+
+def edited(github: FakeGitHub, number: int) -> dict[str, Any]:
+    """An `issues.edited` delivery of REPO's issue `number`: a line added to its body."""
+    body = str(github.repos[REPO].issues[number]["body"])
+    return issue_payload(github, "issues-edited", number=number, body=f"{body}\n\nSame hang with NCCL 2.21.5.")
 
 
 def command(github: FakeGitHub, body: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import numpy as np
 from bot.core.domain import Issue, TriageResult
 from bot.deciding.repo_config import RepoConfig
 from bot.memory.index import MemoryIndex
-from bot.models.embedding import Embedder
+from bot.models.embedding import Embedder, text_hash
 from bot.models.engine import Engine
 from bot.models.policy import decide
 from bot.reading.normalise import normalise
@@ -42,10 +42,20 @@ def corrected_examples(embedder: Embedder, vector: np.ndarray, rows: Sequence[di
     mine = [r for r in rows if r["repo"] == repo and r["number"] != number]
     if not mine:
         return []
-    texts = [normalise(Issue(title=str(r["title"]), body=str(r["body"]))).text for r in mine]
+    texts = [correction_text(r) for r in mine]
     sims = embedder.embed(texts) @ vector
     return [LabelledExample(str(r["axis"]), str(r["value"]), float(s), "correction")
             for r, s in zip(mine, sims, strict=True) if s >= floor]
+
+
+def correction_text(row: dict[str, object]) -> str:
+    """The text a correction's issue is embedded as: its title and body when the maintainer corrected it."""
+    return normalise(Issue(title=str(row["title"] or ""), body=str(row["body"] or ""))).text
+
+
+def correction_text_hashes(rows: Sequence[dict[str, object]]) -> list[str]:
+    """The embedding cache's keys of those corrections' texts (to forget with their repository or issue)."""
+    return sorted({text_hash(correction_text(r)) for r in rows})
 
 
 def labelled_examples(index: MemoryIndex, vector: np.ndarray, repo: str, number: int | None,

@@ -20,7 +20,7 @@ from bot.core.storage.database import connect_postgres, connect_sqlite, live_pos
 from bot.core.storage.erasures import erased_since
 from bot.memory.models import MemoryIssue, SyncCursor
 from bot.memory.signature_rows import replace_signatures, sharing_numbers, stored_signatures
-from bot.memory.tables import create_memory_tables
+from bot.memory.tables import create_memory_tables, issue_text_hashes
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # numbers, creation times, vectors (one row per issue)
 CURSOR_COLUMNS = "repo, installation_id, page, synced, status, since, error, started_at, updated_at"
@@ -100,6 +100,8 @@ class MemoryStore:
                     stale.add((i.repo, i.number))
                 else:
                     replace_signatures(run, i.repo, i.number, i.signatures)
+                    run("INSERT INTO memory_text_hashes (repo, number, text_hash) VALUES (?, ?, ?) "
+                        "ON CONFLICT DO NOTHING", (i.repo, i.number, i.text_hash))
         return Written(versions, stale)
 
     def fresh(self, repo: str, updated: dict[int, float | None]) -> set[int]:
@@ -123,14 +125,18 @@ class MemoryStore:
             _bump(run, repo)
             return changed
 
-    def delete_issue(self, repo: str, number: int) -> None:
+    def delete_issue(self, repo: str, number: int) -> list[str]:
+        """Forget one issue; the hashes of every text the memory stored for it (for the embedding cache)."""
         with self._tx() as run:
-            run("DELETE FROM memory_issues WHERE repo = ? AND number = ?", (repo, number))
-            run("DELETE FROM memory_signatures WHERE repo = ? AND number = ?", (repo, number))
+            hashes = issue_text_hashes(run, repo, number)
+            for table in ("memory_issues", "memory_signatures", "memory_text_hashes"):
+                run(f"DELETE FROM {table} WHERE repo = ? AND number = ?", (repo, number))
             run("UPDATE memory_versions SET erased_version = ? WHERE repo = ?", (_bump(run, repo)[1], repo))
+        return hashes
 
     def delete_repo(self, repo: str) -> list[str]:
-        """Forget a repository entirely, in small transactions (`forget.py`); the text hashes of its issues."""
+        """Forget a repository entirely, in small transactions (`forget.py`); the hashes of every text its
+        issues had in the memory."""
         from bot.memory.forget import delete_repo
 
         return delete_repo(self, repo)

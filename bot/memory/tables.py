@@ -26,7 +26,11 @@ CREATE TABLE IF NOT EXISTS memory_versions (
     repo TEXT PRIMARY KEY, version BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS memory_titles (
     key TEXT PRIMARY KEY, title TEXT, type TEXT, state TEXT, fetched_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS memory_text_hashes (
+    repo TEXT NOT NULL, number INTEGER NOT NULL, text_hash TEXT NOT NULL, PRIMARY KEY (repo, number, text_hash));
 """
+# `memory_text_hashes`: every text an issue had when the memory stored it (an edit replaces `text_hash`), so that
+# erasing the issue or its repository forgets the cached vectors of its older texts too.
 # (table, column, type) added after the first release. `source_updated_at`: the issue's `updated_at` on
 # GitHub, so an older payload (a retried delivery) never overwrites a fresher state. `written_version`: the
 # repository's version its last write made, and `erased_version` the version of its last deletion, so an
@@ -45,3 +49,11 @@ def create_memory_tables(run: Any, postgres: bool) -> None:
         elif column not in {row[1] for row in run(f"PRAGMA table_info({table})").fetchall()}:
             run(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
     run("CREATE INDEX IF NOT EXISTS memory_issues_by_version ON memory_issues (repo, written_version)")
+
+
+def issue_text_hashes(run: Any, repo: str, number: int) -> list[str]:
+    """The hashes of every text one issue had in the memory: the current one and those an edit replaced."""
+    rows = run("SELECT text_hash FROM memory_issues WHERE repo = ? AND number = ? UNION "
+               "SELECT text_hash FROM memory_text_hashes WHERE repo = ? AND number = ?",
+               (repo, number, repo, number)).fetchall()
+    return sorted(str(r[0]) for r in rows)

@@ -49,7 +49,7 @@ def handle_issue_change(ctx: JobContext, event: WebhookEvent) -> str:
 @router.register("issues", "deleted")
 def handle_issue_deleted(ctx: JobContext, event: WebhookEvent) -> str:
     # Forgetting is allowed, even when disabled: the memory's row, decisions and corrections about the issue.
-    erased = erase_issue(ctx.state.store, ctx.state.memory, event.repo, event.number)
+    erased = erase_issue(ctx.state.store, ctx.state.memory, ctx.engine.embedder, event.repo, event.number)
     log.info("deleted issue erased", extra={"repo": event.repo, "number": event.number} | erased)
     return "memory updated (deleted)"
 
@@ -60,7 +60,8 @@ def handle_issue_transferred(ctx: JobContext, event: WebhookEvent) -> str:
     its config, read as the installation that holds it (another one, perhaps), can be read and lets the bot
     work there: a config that cannot be read keeps the issue out (fail closed)."""
     memory = ctx.state.memory
-    memory.store.delete_issue(event.repo, event.number)
+    # Its vectors go with it (the new repository's memory embeds it again, if it remembers it at all).
+    ctx.engine.embedder.forget(memory.store.delete_issue(event.repo, event.number))
     new_repo, new_issue = transfer_target(payload_of(ctx))
     target = memory.store.cursor(new_repo) if new_repo else None
     if target is None or new_issue is None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.core.storage.erasures import record_erasure
 from bot.core.storage.fairness import give_way
+from bot.memory.overrides import correction_text_hashes
 from bot.memory.queries import Memory
 from bot.models.embedding import Embedder
 from bot.service.github.payloads import named_repositories, reparse_fields
@@ -40,10 +41,12 @@ def erase_repositories(store: Store, memory: Memory, embedder: Embedder, repos: 
     with store.transaction() as run:
         for repo in wanted:
             record_erasure(run, repo)
+    # The corrections' texts first: an issue edited after its correction was embedded under its older text too.
+    corrected = [digest for repo in wanted for digest in correction_text_hashes(store.feedback_cases(repo=repo))]
     hashes = [digest for repo in wanted for digest in memory.forget_repo(repo)]
     clear_config_errors(store, wanted)  # an uninstalled repository's config error is no longer shown
-    embedder.forget(hashes)
-    gone = {"issues": len(hashes), "decisions": 0, "feedback": 0, "deliveries": 0}
+    embedder.forget(sorted({*hashes, *corrected}))
+    gone = {"issues": len(set(hashes)), "decisions": 0, "feedback": 0, "deliveries": 0}
     for repo in wanted:
         gone["decisions"] += batched(store, "SELECT delivery_id FROM decisions WHERE repo = ? LIMIT ?", (repo,),
                                       deleting("decisions", "delivery_id"))
@@ -67,14 +70,17 @@ def erase_repositories(store: Store, memory: Memory, embedder: Embedder, repos: 
     return gone
 
 
-def erase_issue(store: Store, memory: Memory, repo: str, number: int) -> dict[str, int]:
-    """A deleted issue: its memory row, decisions and corrections (the case bases drop them at their next job)."""
+def erase_issue(store: Store, memory: Memory, embedder: Embedder, repo: str, number: int) -> dict[str, int]:
+    """A deleted issue: its memory row, decisions and corrections (the case bases drop them at their next job),
+    and the cached vectors of every text it had (an edit leaves the older text's vector behind)."""
+    corrected = correction_text_hashes([r for r in store.feedback_cases(repo=repo) if r["number"] == number])
     with store.transaction() as run:
         record_erasure(run, repo, number)
         decisions = int(run("DELETE FROM decisions WHERE repo = ? AND number = ?", (repo, number)).rowcount)
         feedback = int(run("DELETE FROM feedback WHERE repo = ? AND number = ?", (repo, number)).rowcount)
-    memory.store.delete_issue(repo, number)
-    return {"decisions": decisions, "feedback": feedback}
+    texts = sorted({*memory.store.delete_issue(repo, number), *corrected})
+    embedder.forget(texts)
+    return {"decisions": decisions, "feedback": feedback, "texts": len(texts)}
 
 
 def forget_payload(store: Store, delivery_id: str) -> None:

@@ -38,8 +38,10 @@ RETENTION: tuple[Kept, ...] = (
     Kept(item="maintainer's correction (`/triage axis=value`, with the issue's title, body and author)",
          table="feedback", kept="`feedback_retention_days` (365) after the issue's latest correction",
          removed_by=f"{UNINSTALL}; issues.deleted; every worker's case base drops it at its next job"),
-    Kept(item="repository memory: title, labels, state, vector, error signatures (never the body)",
-         table="memory_issues, memory_signatures", kept="while the App is installed on the repository",
+    Kept(item="repository memory: title, labels, state, vector, error signatures, the hashes of each text an "
+              "issue had (never the body); the embedding cache's vectors of those texts",
+         table="memory_issues, memory_signatures, memory_text_hashes",
+         kept="while the App is installed on the repository",
          removed_by=f"{UNINSTALL}; issues.deleted (that issue); issues.transferred (moved); a config that "
                     "turns the bot off before the history sync"),
     Kept(item="history sync cursor, memory version", table="memory_sync, memory_versions",

@@ -3,8 +3,10 @@
 Every gold record is diagnosed from its title and body alone (the patterns, with the framework its repository or
 text names, and no kind: the bot would also pass its predicted kind, which only silences more); with `opened`, from
 its opening post only, as the App sees a new issue (a window that starts mid-thread has no opening post and is left
-out). A shown diagnosis is right when the record's gold symptom is one of the entry's symptoms. Records whose gold
-kind is not a bug report must get none; coverage is the share of bug reports that get at least one.
+out). A diagnosis is right when the record's gold symptom is one of the entry's symptoms; "shown" scores the one
+diagnosis a comment would show (bot/comment/compose.py `shown_diagnosis`: the follow-up when the post did the step,
+a later diagnosis of the same failure when the first only localises). Records whose gold kind is not a bug report
+must get none; coverage is the share of bug reports that get at least one.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot.comment.compose import shown_diagnosis
 from bot.core.domain import Case
 from bot.knowledge.dataset import LoadReport, load_case_base
 from bot.knowledge.diagnostics import KnowledgeBase, diagnose, load_diagnostics
@@ -45,7 +48,7 @@ class DiagnosticsReport:
     opened: bool = False  # measured on the opening posts only
     bug_reports: int = 0
     covered: int = 0  # bug reports with at least one diagnosis
-    top_n: int = 0  # bug reports with a gold symptom and a diagnosis: is the first one right?
+    top_n: int = 0  # bug reports with a gold symptom and a diagnosis a comment would show: is it right?
     top_hits: int = 0
     not_bugs: int = 0
     not_bug_fires: list[tuple[str, str]] = field(default_factory=list)  # (record id, entry id)
@@ -88,8 +91,10 @@ def measure_diagnostics(files: list[str], cases: list[Case], base: KnowledgeBase
         report.covered += bool(found)
         if symptom is None or not found:
             continue
-        report.top_n += 1
-        report.top_hits += symptom in found[0].symptoms
+        shown = shown_diagnosis(found)
+        if shown is not None:
+            report.top_n += 1
+            report.top_hits += symptom in shown.symptoms
         for diagnosis in found:
             row = rows[diagnosis.id]
             row.n += 1
@@ -118,7 +123,7 @@ def format_summary(report: DiagnosticsReport) -> str:
         f"{report.version}: {len(report.rows)} entries, {fired} fired on the "
         f"{'opening posts' if report.opened else 'gold texts'} of {', '.join(report.files)}",
         f"coverage: {report.covered}/{report.bug_reports} bug reports ({share:.0%}) get at least one diagnosis",
-        f"precision: {report.hits}/{report.n} diagnoses shown ({precision:.2f}); first diagnosis "
+        f"precision: {report.hits}/{report.n} diagnoses shown ({precision:.2f}); the diagnosis a comment shows "
         f"{report.top_hits}/{report.top_n} ({top:.2f})",
         f"not bug reports: {len(report.not_bug_fires)} diagnoses on {report.not_bugs} records"
         + "".join(f"; {rid}: {eid}" for rid, eid in report.not_bug_fires),

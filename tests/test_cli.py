@@ -98,6 +98,11 @@ def test_triage_prints_the_comment_and_json(warm: Settings, tmp_path: Path) -> N
     assert proc.stdout.startswith("<!-- ddl-triage v1") and "installation_build_failure" in proc.stdout
     proc = run_cli(warm, "triage", "--json", "--title", "NCCL timeout", "--body", "watchdog timeout")
     assert json.loads(proc.stdout)["predictions"]["symptom"]["top"][0][0] == "hang_timeout"
+    # silent: the error is recognised, and the user is told its step is the generic one (not "no next step")
+    proc = run_cli(warm, "triage", "--title", "OOM with ZeRO-2", "--body",
+                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert "it recognised 'GPU out of memory'" in proc.stderr and "usual first step" in proc.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -12,7 +12,15 @@ import pytest
 
 from bot.comment import CommentPolicy, Substance, compose, plan_comment, should_comment
 from bot.comment.compose import shown_diagnosis
-from bot.comment.policy import ASKED_BEFORE, NEXT_STEP, PRECEDENT, REASONS
+from bot.comment.policy import (
+    ASKED_BEFORE,
+    NEXT_STEP,
+    PRECEDENT,
+    REASONS,
+    SILENT_FIRST_STEP,
+    SILENT_NOTHING,
+    silence_reason,
+)
 from bot.core.domain import AxisPrediction, Diagnosis, EnvironmentFacts, Issue, Neighbour, RelatedIssue, TriageResult
 from bot.core.settings import AXES
 from bot.knowledge.diagnostics import diagnose
@@ -277,6 +285,7 @@ def test_a_question_the_documentation_answers_gets_the_answer_and_a_post_that_di
                                                                 "train.py` and it still starts on 0."})
     plan, comment = compose(tried, _result(tried, kind="usage_question", symptom="none"), taxonomy, CommentPolicy())
     assert plan.diagnosis is None and comment is None  # the documented step is what they did: nothing to add
+    assert silence_reason(plan.substance, CommentPolicy()) == SILENT_NOTHING
     request = question.model_copy(update={"title": "[FEATURE] Let me run on specific GPUs"})
     assert _result(request, kind="feature_request", symptom="none").diagnoses == []
 
@@ -347,6 +356,8 @@ def test_the_usual_first_step_of_localising_rides_along_but_never_speaks_alone(t
     plan, comment = compose(SEGFAULT, _result(SEGFAULT, symptom="segmentation_fault"), taxonomy, CommentPolicy())
     assert plan.diagnosis is not None and plan.diagnosis.id == "segmentation_fault" and plan.diagnosis.localises
     assert plan.reasons == () and comment is None  # the same step for every segfault: silence scores the same
+    # the decision says why: the error was recognised, its step withheld (not "nothing to add")
+    assert silence_reason(plan.substance, CommentPolicy()) == SILENT_FIRST_STEP
     earlier = _related(5900, score=0.9)  # the repository's own issue past the related floor: a precedent
     plan, comment = compose(SEGFAULT, _result(SEGFAULT, symptom="segmentation_fault", related=[earlier]), taxonomy,
                             CommentPolicy())

@@ -100,7 +100,8 @@ def triage(
 ) -> None:
     """Print the comment the bot would post for one issue (or its JSON result)."""
     from bot.cli.memory import with_history
-    from bot.comment import CommentPolicy, compose_comment
+    from bot.comment import CommentPolicy
+    from bot.comment.compose import compose
     from bot.comment.reading import reading_model
 
     issue = _issue_from_args(file, title, body).model_copy(update={"repo": repo} if repo else {})
@@ -111,11 +112,17 @@ def triage(
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
         return
-    comment = compose_comment(issue, result, engine.taxonomy, CommentPolicy.from_settings(settings),
-                              chat=reading_model(settings), normalised=read)
-    silent = ("ddl-triage: the bot would stay silent: no next step, no precedent of the same mechanism and no "
-              "question answered before (`--json` shows the labels)")
-    typer.echo(silent if comment is None else comment, err=comment is None)
+    plan, comment = compose(issue, result, engine.taxonomy, CommentPolicy.from_settings(settings),
+                            chat=reading_model(settings), normalised=read)
+    if comment is not None:
+        typer.echo(comment)
+    elif plan.diagnosis is not None and plan.substance.first_step:
+        typer.echo(f"ddl-triage: the bot would stay silent: it recognised {plan.diagnosis.title!r}, but the step it "
+                   "knows is the usual first step of localising that error, the same whatever the post says "
+                   "(`--json` shows it and the labels)", err=True)
+    else:
+        typer.echo("ddl-triage: the bot would stay silent: no next step, no precedent of the same mechanism and no "
+                   "question answered before (`--json` shows the labels)", err=True)
 
 
 def _issue_from_args(file: Path | None, title: str | None, body: str | None) -> Issue:

@@ -70,9 +70,10 @@ class CommentPlan:
     def substance(self) -> Substance:
         # A playbook read from the title alone, or the usual first step of localising the error, rides along; only
         # a step read from what this post shows is a reason to speak.
-        return Substance(next_step=self.diagnosis is not None and not _generic(self.diagnosis),
-                         precedents=len(self.precedents),
-                         asked_before=len(self.asked_before), labels=len(self.rows), asks=len(self.asks))
+        generic = self.diagnosis is not None and _generic(self.diagnosis)
+        return Substance(next_step=self.diagnosis is not None and not generic, precedents=len(self.precedents),
+                         asked_before=len(self.asked_before), labels=len(self.rows), asks=len(self.asks),
+                         first_step=generic)
 
     @property
     def reasons(self) -> tuple[str, ...]:

@@ -54,6 +54,7 @@ class Entry(BaseModel):
     title_patterns: tuple[str, ...] = ()  # any one, in the title
     requires: tuple[str, ...] = ()  # when given, one of these must also appear on some line
     unless: tuple[str, ...] = ()  # a matched line that also matches one of these does not count
+    unless_anywhere: tuple[str, ...] = ()  # a post with a line matching one of these never fires the entry
     frameworks: tuple[str, ...] = ()
     symptoms: tuple[str, ...] = Field(min_length=1)
     stage: str | None = None
@@ -125,14 +126,16 @@ class Entry(BaseModel):
             raise ValueError("needs `patterns` or `title_patterns`")
         if self.follow_up and not self.done_when:
             raise ValueError("`follow_up` needs `done_when`: the lines that show the next step already done")
-        for name in ("patterns", "title_patterns", "requires", "unless", "done_when"):
+        for name in ("patterns", "title_patterns", "requires", "unless", "unless_anywhere", "done_when"):
             self._compiled[name] = tuple(compile_pattern(p) for p in getattr(self, name))
         return self
 
     def match(self, title: str, index: LineIndex) -> str | None:
         """The first line that shows this failure, or None."""
         found = self._first(self._compiled["title_patterns"], [title]) or self._first(self._compiled["patterns"], index)
-        if found is None or not self.requires:
+        if found is None or any(index.matching_lines(p) for p in self._compiled["unless_anywhere"]):
+            return None
+        if not self.requires:
             return found
         return found if any(index.matching_lines(p) for p in self._compiled["requires"]) else None
 

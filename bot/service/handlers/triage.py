@@ -11,7 +11,7 @@ from dataclasses import replace
 from pydantic import BaseModel
 
 from bot.comment import compose, silence_reason
-from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
+from bot.comment.policy import SILENT_FIRST_STEP, SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
 from bot.deciding.decision import Plan, plan_response
 from bot.deciding.repo_config import RepoConfig
 from bot.reading.normalise import NormalisedIssue
@@ -34,7 +34,7 @@ SHADOW = "stored (shadow mode)"
 # Each outcome as a label of `ddl_triage_comments_total` (a fixed set).
 COMMENT_METRIC = {"comment created": "created", "comment edited": "edited", "comment unchanged": "unchanged",
                   SHADOW: "shadow", SILENT_NOTHING: "silent_nothing_to_add", SILENT_MEMBER: "silent_member",
-                  SILENT_NEVER: "silent_never"}
+                  SILENT_NEVER: "silent_never", SILENT_FIRST_STEP: "silent_first_step_only"}
 
 
 @router.register("issues", "opened", "edited", "reopened")

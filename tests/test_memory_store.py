@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bot.core.storage.erasures import record_erasure
 from bot.memory.index import MemoryIndex
 from bot.memory.store import MemoryIssue, MemoryStore, SyncCursor
 from bot.memory.titles import cache_title, cached_title
@@ -88,5 +89,31 @@ def test_every_cursor_is_read_in_one_query_for_the_open_healthz(url: str, monkey
         cursors = store.cursors()
         assert [c.repo for c in cursors] == [f"org/r{n:03d}" for n in range(300)]
         assert [c.synced for c in cursors] == list(range(300)) and looked_up == []
+    finally:
+        store.close()
+
+
+def test_every_text_an_issue_had_is_forgotten_with_it_and_an_overtaken_write_says_what_to_forget(
+        url: str) -> None:  # noqa: F811
+    store = MemoryStore(url)
+    try:
+        store.upsert([(issue(A, 1, text_hash="opened", source_updated_at=10.0), unit(1))])
+        store.upsert([(issue(A, 1, text_hash="edited", source_updated_at=20.0), unit(2))])
+        late = store.upsert([(issue(A, 1, text_hash="retried", source_updated_at=15.0), unit(3))])
+        assert late.stale == {(A, 1)} and store.issue(A, 1).text_hash == "edited"  # type: ignore[union-attr]
+        store.upsert([(issue(A, 2, text_hash="other"), unit(4))])
+        # a deleted issue: every text it had (the stale retry was embedded too), and nothing of another issue
+        assert store.delete_issue(A, 1) == ["edited", "opened", "retried"]
+        assert store.delete_issue(A, 1) == []
+        store.upsert([(issue(A, 3, text_hash="third"), unit(5))])
+        store.upsert([(issue(A, 3, text_hash="third-edited"), unit(6))])
+        assert store.delete_repo(A) == ["other", "third", "third-edited"]
+
+        with store.transaction() as run:
+            record_erasure(run, B, now=100.0)
+        overtaken = store.upsert([(issue(B, 1, text_hash="typed-during-uninstall"), unit(7))],
+                                 unless_erased_since=50.0)
+        assert overtaken.erased == ("typed-during-uninstall",) and store.count(B) == 0
+        assert store.delete_repo(B) == [], "an overtaken write stores nothing, not even its hash"
     finally:
         store.close()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.comment.policy import SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
+from bot.comment.policy import SILENT_FIRST_STEP, SILENT_MEMBER, SILENT_NEVER, SILENT_NOTHING
 from bot.deciding.repo_config import CONFIG_PATH
 from bot.memory.store import MemoryStore
 from bot.service.decisions.models import Decision
@@ -73,11 +73,11 @@ def test_serve_with_two_worker_processes_installs_syncs_cites_learns_and_uninsta
 
         # Another author, other words (cosine 0.74 to #31, under the related floor), the same watchdog timeout:
         # a timeout is the symptom, not the mechanism, so #31 and its fix are no precedent (issue #21), and the
-        # watchdog's step only localises a timeout: nothing is a reason to speak.
+        # watchdog's step only localises a timeout: nothing is a reason to speak, and the decision says so.
         served.deliver(issue_payload(github, number=46, **SAME_ERROR_OTHER_WORDS))
         served.wait_idle()
         other = latest_decision(served, 46)
-        assert github.bot_comments(REPO, 46) == [] and other["outcome"] == SILENT_NOTHING
+        assert github.bot_comments(REPO, 46) == [] and other["outcome"] == SILENT_FIRST_STEP
         assert other["reasons"] == [] and other["predictions"]["symptom"]["label"] == "hang_timeout"
 
         # A label change reaches the memory.

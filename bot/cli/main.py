@@ -102,6 +102,7 @@ def triage(
     from bot.cli.memory import with_history
     from bot.comment import CommentPolicy
     from bot.comment.compose import compose
+    from bot.comment.policy import SILENT_FIRST_STEP, silence_reason
     from bot.comment.reading import reading_model
 
     issue = _issue_from_args(file, title, body).model_copy(update={"repo": repo} if repo else {})
@@ -112,14 +113,14 @@ def triage(
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
         return
-    plan, comment = compose(issue, result, engine.taxonomy, CommentPolicy.from_settings(settings),
-                            chat=reading_model(settings), normalised=read)
+    policy = CommentPolicy.from_settings(settings)
+    plan, comment = compose(issue, result, engine.taxonomy, policy, chat=reading_model(settings), normalised=read)
     if comment is not None:
         typer.echo(comment)
-    elif plan.diagnosis is not None and plan.substance.first_step:
+    elif silence_reason(plan.substance, policy) == SILENT_FIRST_STEP and plan.diagnosis is not None:
         typer.echo(f"ddl-triage: the bot would stay silent: it recognised {plan.diagnosis.title!r}, but the step it "
-                   "knows is the usual first step of localising that error, the same whatever the post says "
-                   "(`--json` shows it and the labels)", err=True)
+                   "knows is a generic one, the same whatever the post says (`--json` shows it and the labels)",
+                   err=True)
     else:
         typer.echo("ddl-triage: the bot would stay silent: no next step, no precedent of the same mechanism and no "
                    "question answered before (`--json` shows the labels)", err=True)

@@ -62,7 +62,7 @@ class Substance:
     asked_before: int = 0
     labels: int = 0  # label rows in words: never a reason
     asks: int = 0  # facts asked for: never a reason
-    first_step: bool = False  # a diagnosis whose step only localises the error (or a title's playbook): no reason
+    first_step: bool = False  # a diagnosis whose step is generic (it only localises, or a title's playbook): none
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -79,9 +79,9 @@ class Substance:
 SILENT_NEVER = "silent: the repository's config says comment: never"
 SILENT_MEMBER = "silent: opened by a member"
 SILENT_NOTHING = "silent: nothing to add"
-# A diagnosis was read, but its step is the usual first step of localising the error, the same whatever the post
-# says: withheld (a maintainer reading the decision sees why the bot, which recognised the error, said nothing).
-SILENT_FIRST_STEP = "silent: only the usual first step of localising the error"
+# A diagnosis was read, but its step is generic: the usual first step of localising that error, the same whatever the
+# post says, or a playbook read from the title alone. Withheld; the decision says so (the bot recognised something).
+SILENT_FIRST_STEP = "silent: only a generic first step"
 
 
 def silence_reason(substance: Substance, policy: CommentPolicy, author_association: str | None = None) -> str | None:

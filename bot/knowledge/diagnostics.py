@@ -79,7 +79,7 @@ class Entry(BaseModel):
 
     _compiled: dict[str, tuple[LinePattern, ...]] = PrivateAttr(default_factory=dict)
 
-    @field_validator("patterns", "title_patterns", "requires", "unless", "done_when")
+    @field_validator("patterns", "title_patterns", "requires", "unless", "unless_anywhere", "done_when")
     @classmethod
     def _patterns_compile(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for pattern in value:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bot.memory.store import MemoryIssue, MemoryStore
+from bot.memory.store import MemoryIssue, MemoryStore, Written
 
 GROWTH = 1.5
 
@@ -93,7 +93,7 @@ class MemoryIndex:
         return [(found[int(numbers[j])], float(sims[j])) for j in kept if int(numbers[j]) in found]
 
     def save(self, items: Sequence[tuple[MemoryIssue, np.ndarray]], unless_erased_since: float | None = None
-             ) -> None:
+             ) -> Written:
         """Write issues to the store and into the loaded matrices: the next search reloads nothing unless
         another writer (a sync, another replica) wrote to the repository since it was loaded."""
         written = self.store.upsert(items, unless_erased_since)
@@ -106,6 +106,7 @@ class MemoryIndex:
                     if issue.repo == repo and (repo, issue.number) not in written.stale:
                         entry.put(issue.number, issue.created_at, vector)
                 entry.version = after
+        return written
 
     def scored(self, repo: str, vector: np.ndarray, numbers: list[int]) -> list[tuple[MemoryIssue, float]]:
         """These issues of `repo` with their cosine to `vector`, best first (those no longer stored left out)."""

@@ -20,7 +20,7 @@ from bot.core.storage.database import connect_postgres, connect_sqlite, live_pos
 from bot.core.storage.erasures import erased_since
 from bot.memory.models import MemoryIssue, SyncCursor
 from bot.memory.signature_rows import replace_signatures, sharing_numbers, stored_signatures
-from bot.memory.tables import create_memory_tables, issue_text_hashes
+from bot.memory.tables import create_memory_tables
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # numbers, creation times, vectors (one row per issue)
 CURSOR_COLUMNS = "repo, installation_id, page, synced, status, since, error, started_at, updated_at"
@@ -33,10 +33,13 @@ COLUMNS = ("repo, number, type, title, state, state_reason, labels, created_at, 
 
 @dataclass(frozen=True)
 class Written:
-    """What an upsert did: each repository's version (before, after), and the items it left out as stale."""
+    """What an upsert did: each repository's version (before, after), the items it left out as stale, and the
+    text hashes of those left out because their repository or issue was erased (their vectors are to be forgotten:
+    the writer embedded them before it knew)."""
 
     versions: dict[str, tuple[int, int]]
     stale: set[tuple[str, int]]
+    erased: tuple[str, ...] = ()
 
 
 class MemoryStore:
@@ -85,11 +88,13 @@ class MemoryStore:
         now = time.time()
         updates = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS.split(", ")[2:])
         stale: set[tuple[str, int]] = set()
+        erased: list[str] = []
         with self._tx() as run:
             versions = {repo: _bump(run, repo, self.postgres) for repo in sorted({i.repo for i, _ in items})}
             for i, v in items:
                 if erased_since(run, i.repo, i.number, unless_erased_since):
                     stale.add((i.repo, i.number))
+                    erased.append(i.text_hash)
                     continue
                 row = (i.repo, i.number, i.type, i.title, i.state, i.state_reason, json.dumps(i.labels),
                        i.created_at, i.closed_at, i.closed_by, i.duplicate_of, i.text_hash, _blob(v), now,
@@ -97,12 +102,12 @@ class MemoryStore:
                 if run(f"INSERT INTO memory_issues ({COLUMNS}) VALUES ({', '.join('?' * len(row))}) "
                        f"ON CONFLICT (repo, number) DO UPDATE SET {updates} WHERE {FRESH} RETURNING number",
                        row).fetchone() is None:
-                    stale.add((i.repo, i.number))
+                    stale.add((i.repo, i.number))  # older than what is stored; its text was embedded all the same
                 else:
                     replace_signatures(run, i.repo, i.number, i.signatures)
-                    run("INSERT INTO memory_text_hashes (repo, number, text_hash) VALUES (?, ?, ?) "
-                        "ON CONFLICT DO NOTHING", (i.repo, i.number, i.text_hash))
-        return Written(versions, stale)
+                run("INSERT INTO memory_text_hashes (repo, number, text_hash) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    (i.repo, i.number, i.text_hash))
+        return Written(versions, stale, tuple(erased))
 
     def fresh(self, repo: str, updated: dict[int, float | None]) -> set[int]:
         """Those of `updated` (number: GitHub's `updated_at`) stored at least as fresh: nothing to read again."""
@@ -127,12 +132,14 @@ class MemoryStore:
 
     def delete_issue(self, repo: str, number: int) -> list[str]:
         """Forget one issue; the hashes of every text the memory stored for it (for the embedding cache)."""
+        hashes: set[str] = set()
         with self._tx() as run:
-            hashes = issue_text_hashes(run, repo, number)
-            for table in ("memory_issues", "memory_signatures", "memory_text_hashes"):
-                run(f"DELETE FROM {table} WHERE repo = ? AND number = ?", (repo, number))
+            for table in ("memory_issues", "memory_text_hashes"):  # RETURNING: what a concurrent write added goes too
+                hashes |= {str(r[0]) for r in run(f"DELETE FROM {table} WHERE repo = ? AND number = ? "
+                                                  "RETURNING text_hash", (repo, number)).fetchall()}
+            run("DELETE FROM memory_signatures WHERE repo = ? AND number = ?", (repo, number))
             run("UPDATE memory_versions SET erased_version = ? WHERE repo = ?", (_bump(run, repo)[1], repo))
-        return hashes
+        return sorted(hashes)
 
     def delete_repo(self, repo: str) -> list[str]:
         """Forget a repository entirely, in small transactions (`forget.py`); the hashes of every text its

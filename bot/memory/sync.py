@@ -127,8 +127,9 @@ def store_page(client: IssueReader, store: MemoryStore, embedder: Embedder, repo
     finally:
         if records:
             vectors = embedder.embed([text for _, text in records])
-            store.upsert([(record, vector) for (record, _), vector in zip(records, vectors, strict=True)],
-                         unless_erased_since)
+            written = store.upsert([(record, vector) for (record, _), vector in zip(records, vectors, strict=True)],
+                                   unless_erased_since)
+            embedder.forget(written.erased)  # erased while this page was read: their vectors go too
 
 
 def mind_the_rate_limit(client: IssueReader, repo: str, wait_for_reset: bool,

@@ -50,10 +50,3 @@ def create_memory_tables(run: Any, postgres: bool) -> None:
             run(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
     run("CREATE INDEX IF NOT EXISTS memory_issues_by_version ON memory_issues (repo, written_version)")
 
-
-def issue_text_hashes(run: Any, repo: str, number: int) -> list[str]:
-    """The hashes of every text one issue had in the memory: the current one and those an edit replaced."""
-    rows = run("SELECT text_hash FROM memory_issues WHERE repo = ? AND number = ? UNION "
-               "SELECT text_hash FROM memory_text_hashes WHERE repo = ? AND number = ?",
-               (repo, number, repo, number)).fetchall()
-    return sorted(str(r[0]) for r in rows)

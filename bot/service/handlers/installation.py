@@ -60,7 +60,8 @@ def handle_installed(ctx: JobContext, event: WebhookEvent) -> str:
             if cursor.status in (PENDING, FAILED) and not checked_config(ctx, cursor.repo).enabled:
                 log.info("history sync of %s skipped: its config turns the bot off", cursor.repo,
                          extra={"repo": cursor.repo})
-                memory.store.delete_repo(cursor.repo)  # nothing of it is kept, not even its pending cursor
+                # Nothing of it is kept, not even its pending cursor, nor the vectors of what it held.
+                ctx.engine.embedder.forget(memory.forget_repo(cursor.repo))
                 continue
             if cursor.status == FAILED:  # resumed at its page, not from the start
                 memory.store.save_cursor(cursor.model_copy(update={"status": "running", "error": None}))

@@ -34,7 +34,9 @@ def remember_issue(ctx: JobContext, repo: str, data: dict[str, Any]) -> None:
             log.warning("timeline of %s#%s not read: %s", repo, issue.number, exc)
     # Through the index: the issue joins the loaded matrix, so the next search reloads nothing.
     record, text = memory_record(repo, issue, closed_by, duplicate_of)
-    ctx.state.memory.index.save([(record, ctx.engine.embedder.embed([text])[0])], unless_erased_since=ctx.started_at)
+    written = ctx.state.memory.index.save([(record, ctx.engine.embedder.embed([text])[0])],
+                                          unless_erased_since=ctx.started_at)
+    ctx.engine.embedder.forget(written.erased)  # erased while this job ran: its vector goes too
 
 
 @router.register("issues", "closed", "labeled", "unlabeled")

@@ -41,12 +41,14 @@ def erase_repositories(store: Store, memory: Memory, embedder: Embedder, repos: 
     with store.transaction() as run:
         for repo in wanted:
             record_erasure(run, repo)
-    # The corrections' texts first: an issue edited after its correction was embedded under its older text too.
-    corrected = [digest for repo in wanted for digest in correction_text_hashes(store.feedback_cases(repo=repo))]
-    hashes = [digest for repo in wanted for digest in memory.forget_repo(repo)]
+    # The corrections' vectors first (a retry could not find them once their rows are gone): an issue edited after
+    # its correction was embedded under the older text too.
+    embedder.forget([digest for repo in wanted for digest in correction_text_hashes(store.feedback_cases(repo=repo))])
+    issues = sum(memory.store.count(repo) for repo in wanted)
+    texts = [digest for repo in wanted for digest in memory.forget_repo(repo)]
     clear_config_errors(store, wanted)  # an uninstalled repository's config error is no longer shown
-    embedder.forget(sorted({*hashes, *corrected}))
-    gone = {"issues": len(set(hashes)), "decisions": 0, "feedback": 0, "deliveries": 0}
+    embedder.forget(texts)
+    gone = {"issues": issues, "texts": len(texts), "decisions": 0, "feedback": 0, "deliveries": 0}
     for repo in wanted:
         gone["decisions"] += batched(store, "SELECT delivery_id FROM decisions WHERE repo = ? LIMIT ?", (repo,),
                                       deleting("decisions", "delivery_id"))
@@ -73,12 +75,13 @@ def erase_repositories(store: Store, memory: Memory, embedder: Embedder, repos: 
 def erase_issue(store: Store, memory: Memory, embedder: Embedder, repo: str, number: int) -> dict[str, int]:
     """A deleted issue: its memory row, decisions and corrections (the case bases drop them at their next job),
     and the cached vectors of every text it had (an edit leaves the older text's vector behind)."""
-    corrected = correction_text_hashes([r for r in store.feedback_cases(repo=repo) if r["number"] == number])
+    # The corrections' vectors first: once their rows are gone, a retry of this job could not find them.
+    embedder.forget(correction_text_hashes([r for r in store.feedback_cases(repo=repo) if r["number"] == number]))
     with store.transaction() as run:
         record_erasure(run, repo, number)
         decisions = int(run("DELETE FROM decisions WHERE repo = ? AND number = ?", (repo, number)).rowcount)
         feedback = int(run("DELETE FROM feedback WHERE repo = ? AND number = ?", (repo, number)).rowcount)
-    texts = sorted({*memory.store.delete_issue(repo, number), *corrected})
+    texts = memory.store.delete_issue(repo, number)
     embedder.forget(texts)
     return {"decisions": decisions, "feedback": feedback, "texts": len(texts)}
 

@@ -155,7 +155,8 @@ def test_thirty_edits_reaching_the_web_process_while_the_workers_are_busy_end_in
         with paused(first, served.databases), paused(second, served.databases):
             assert served.deliver(issue_payload(github)).status_code == 202
             for n in range(1, 30):
-                edit = issue_payload(github, "issues-edited", body=f"Edit {n}: NCCL all_reduce hangs on 8 GPUs.")
+                edit = issue_payload(github, "issues-edited",
+                                     body=f"Edit {n}: NCCL all_reduce hangs on 2 nodes; a single node works fine.")
                 assert served.deliver(edit).status_code == 202
         counts = served.wait_idle()
         decisions = decisions_of(served, 42)

@@ -24,8 +24,8 @@ QUOTING_NOT_BUGS = {
         "a question (gold kind usage_question, symptom memory_anomaly) on why a ZeRO stage takes more memory than "
         "another, with the bucket sizes in its config",
     ("NVIDIA/Megatron-LM#1490", "megatron_dist_checkpoint_mismatch"):
-        "a question (round 4) on converting torch_dist checkpoints whose later comments paste a CheckpointingException; "
-        "its opening post fires nothing",
+        "a question (round 4) on converting torch_dist checkpoints whose later comments paste a "
+        "CheckpointingException; its opening post fires nothing",
 }
 
 

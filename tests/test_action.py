@@ -50,8 +50,8 @@ def test_an_opened_issue_gets_one_comment_and_an_edit_updates_it(github: FakeGit
     assert all(r.authorization.endswith(WORKFLOW_TOKEN) for r in github.requests)
 
     edited = issue_payload(github, "issues-edited", number=7,
-                           body="Update: the same run now fails with NCCL error: unhandled system error on rank 3, "
-                                "and the watchdog timeout follows. torch 2.3.1, deepspeed 0.14.4, 2 nodes x 8 H100.")
+                           body="Update: a single node works fine; on 2 nodes x 8 H100 the run now stops with NCCL "
+                                "error: unhandled system error on rank 3. torch 2.3.1, deepspeed 0.14.4.")
     second = run_step(github, edited, "issues", tmp_path)
     assert second.returncode == 0, second.stderr
     assert second.stdout.strip() in {"comment edited", "comment unchanged"}

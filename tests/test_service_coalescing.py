@@ -73,7 +73,8 @@ def test_thirty_edits_of_one_issue_end_in_one_comment_on_the_latest_text_and_few
         assert deliver(client, first).status_code == 202
         assert held.arrived.wait(30)
         for n in range(1, 30):
-            edit = issue_payload(github, "issues-edited", body=f"Edit {n}: NCCL all_reduce hangs on 8 GPUs.")
+            edit = issue_payload(github, "issues-edited",
+                                 body=f"Edit {n}: NCCL all_reduce hangs on 2 nodes; a single node works fine.")
             assert deliver(client, edit).status_code == 202
         held.release()
         counts = wait_idle(client, timeout=60)

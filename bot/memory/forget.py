@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bot.core.storage.fairness import give_way
 from bot.memory.store import MemoryStore
+from bot.memory.tables import delete_issue_rows
 
 BATCH = 200  # issues per transaction (a row holds its 1.5 KB vector): milliseconds of the write lock
 
@@ -14,31 +15,20 @@ def delete_repo(store: MemoryStore, repo: str, batch: int | None = None) -> list
     issues; returns the hashes of every text its issues had, older ones an edit replaced included (for the
     embedding cache to forget)."""
     batch = batch or BATCH
-    hashes: list[str] = []
-    while True:
-        give_way(store.url)
-        with store.transaction() as run:
-            rows = run("SELECT number, text_hash FROM memory_issues WHERE repo = ? LIMIT ?", (repo, batch)).fetchall()
-            marks = ", ".join("?" * len(rows))
-            for table in ("memory_issues", "memory_signatures") if rows else ():
-                run(f"DELETE FROM {table} WHERE repo = ? AND number IN ({marks})", (repo, *(r[0] for r in rows)))
-        hashes += [str(r[1]) for r in rows]
-        if len(rows) < batch:
-            break
-    while True:  # the older texts' hashes, of issues gone above (or never stored again after an edit)
-        give_way(store.url)
-        with store.transaction() as run:
-            rows = run("SELECT number, text_hash FROM memory_text_hashes WHERE repo = ? LIMIT ?",
-                       (repo, batch)).fetchall()
-            for number, digest in rows:
-                run("DELETE FROM memory_text_hashes WHERE repo = ? AND number = ? AND text_hash = ?",
-                    (repo, number, digest))
-        hashes += [str(r[1]) for r in rows]
-        if len(rows) < batch:
-            break
+    hashes: set[str] = set()
+    # The issues with every text hash they had, then any text hash left of an issue no longer stored.
+    for table in ("memory_issues", "memory_text_hashes"):
+        while True:
+            give_way(store.url)
+            with store.transaction() as run:
+                numbers = [int(r[0]) for r in run(f"SELECT DISTINCT number FROM {table} WHERE repo = ? LIMIT ?",
+                                                  (repo, batch)).fetchall()]
+                hashes |= delete_issue_rows(run, repo, numbers)
+            if len(numbers) < batch:
+                break
     with store.transaction() as run:
         for table in ("memory_signatures", "memory_sync", "memory_versions"):
             run(f"DELETE FROM {table} WHERE repo = ?", (repo,))
         # A title's key is "owner/name#number": the repository's keys are the primary key's range [name#, name$).
         run("DELETE FROM memory_titles WHERE key >= ? AND key < ?", (f"{repo}#", f"{repo}$"))
-    return sorted(set(hashes))
+    return sorted(hashes)

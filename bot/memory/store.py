@@ -20,7 +20,7 @@ from bot.core.storage.database import connect_postgres, connect_sqlite, live_pos
 from bot.core.storage.erasures import erased_since
 from bot.memory.models import MemoryIssue, SyncCursor
 from bot.memory.signature_rows import replace_signatures, sharing_numbers, stored_signatures
-from bot.memory.tables import create_memory_tables
+from bot.memory.tables import create_memory_tables, delete_issue_rows
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # numbers, creation times, vectors (one row per issue)
 CURSOR_COLUMNS = "repo, installation_id, page, synced, status, since, error, started_at, updated_at"
@@ -132,12 +132,8 @@ class MemoryStore:
 
     def delete_issue(self, repo: str, number: int) -> list[str]:
         """Forget one issue; the hashes of every text the memory stored for it (for the embedding cache)."""
-        hashes: set[str] = set()
         with self._tx() as run:
-            for table in ("memory_issues", "memory_text_hashes"):  # RETURNING: what a concurrent write added goes too
-                hashes |= {str(r[0]) for r in run(f"DELETE FROM {table} WHERE repo = ? AND number = ? "
-                                                  "RETURNING text_hash", (repo, number)).fetchall()}
-            run("DELETE FROM memory_signatures WHERE repo = ? AND number = ?", (repo, number))
+            hashes = delete_issue_rows(run, repo, [number])
             run("UPDATE memory_versions SET erased_version = ? WHERE repo = ?", (_bump(run, repo)[1], repo))
         return sorted(hashes)
 

@@ -50,3 +50,16 @@ def create_memory_tables(run: Any, postgres: bool) -> None:
             run(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
     run("CREATE INDEX IF NOT EXISTS memory_issues_by_version ON memory_issues (repo, written_version)")
 
+
+def delete_issue_rows(run: Any, repo: str, numbers: list[int]) -> set[str]:
+    """Inside the caller's transaction, the rows of these issues of `repo` (their record, signatures and text
+    hashes); returns the hashes of every text they had (RETURNING: what a concurrent write added goes too)."""
+    if not numbers:
+        return set()
+    marks = ", ".join("?" * len(numbers))
+    hashes: set[str] = set()
+    for table in ("memory_issues", "memory_text_hashes"):
+        hashes |= {str(r[0]) for r in run(f"DELETE FROM {table} WHERE repo = ? AND number IN ({marks}) "
+                                          "RETURNING text_hash", (repo, *numbers)).fetchall()}
+    run(f"DELETE FROM memory_signatures WHERE repo = ? AND number IN ({marks})", (repo, *numbers))
+    return hashes

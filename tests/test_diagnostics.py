@@ -127,6 +127,11 @@ def test_the_specific_error_comes_first_the_superseded_and_the_fallback_are_left
     assert _shown("Crash", "Aborted (core dumped)", None) == ["process_aborted"]
     assert _shown("Crash", "terminate called after throwing an instance of gloo::IoException\nAborted (core dumped)",
                   None) == ["gloo_connection_failed"]
+    # ZeRO-3's prefetch-trace message is informational: beside a real error, only the error speaks.
+    trace = "Invalidate trace cache @ step 10: expected module 11, but got module 19"
+    assert _shown("ZeRO-3 run", trace, "DeepSpeed") == ["zero3_trace_cache_invalidated"]
+    assert _shown("ZeRO-3 run", trace + "\ntorch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB",
+                  "DeepSpeed") == ["cuda_out_of_memory"]
 
 
 def test_a_diagnosis_carries_its_entry_and_the_line_without_its_log_prefix(taxonomy: Taxonomy) -> None:

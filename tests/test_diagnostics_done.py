@@ -74,6 +74,26 @@ def test_a_post_that_did_the_step_gets_the_follow_up_and_one_that_did_not_the_st
     assert not near[entry_id].done and near[entry_id].next_step == entry.next_step
 
 
+# entry: a question that already uses the documented answer (marked done, no follow-up: the comment stays silent)
+ANSWER_IN_USE = {
+    "megatron_finetune_from_checkpoint": (
+        "How to fine-tune from a pretrained checkpoint?",
+        "I already use --load ckpt --finetune; should the learning rate warmup be shorter?"),
+    "megatron_blend_datasets_howto": (
+        "How to train with multiple datasets?",
+        "I use --data-path 0.5 /data/a_text_document 0.5 /data/b_text_document; is the split applied per dataset?"),
+}
+
+
+@pytest.mark.parametrize("entry_id", sorted(ANSWER_IN_USE))
+def test_a_question_already_using_the_answer_is_marked_done_with_nothing_to_add(entry_id: str) -> None:
+    title, body = ANSWER_IN_USE[entry_id]
+    shown = {d.id: d for d in diagnose(title, body, framework="Megatron-LM", kind="usage_question")}
+    assert shown[entry_id].done and load_diagnostics().entry(entry_id).follow_up is None
+    fresh = {d.id: d for d in diagnose(title, "", framework="Megatron-LM", kind="usage_question")}
+    assert not fresh[entry_id].done
+
+
 def test_follow_ups_are_one_line_and_differ_from_the_step_they_follow() -> None:
     with_follow_up = [e for e in load_diagnostics().entries if e.follow_up]
     assert {e.id for e in with_follow_up} >= set(DONE)

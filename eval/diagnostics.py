@@ -22,7 +22,7 @@ from bot.knowledge.taxonomy import load_taxonomy
 from bot.reading.normalise import extract_environment
 from bot.reading.opening import has_opening_post, opening_post
 
-# liu23-labels.jsonl repeats liu23's texts
+# Every gold file with texts (liu23-labels.jsonl only relabels liu23's texts).
 GOLD_TEXT_FILES = ("ddl-dev.jsonl", "ddl-dev-r3.jsonl", "ddl-dev-r4.jsonl", "liu23.jsonl")
 MIN_PRECISION = 0.8  # an entry that fires on 3 or more gold records must be right this often
 MIN_N = 3

@@ -65,7 +65,8 @@ def print_nested(pairs: Pairs, fixed: float, rule: str, target: float | None = N
 
 def diagnostics(
     dataset: Annotated[list[str] | None, typer.Option(help="Gold files of the data directory to read (default: "
-                                                      "ddl-dev.jsonl, ddl-dev-r3.jsonl, liu23.jsonl).")] = None,
+                                                      "ddl-dev.jsonl, ddl-dev-r3.jsonl, ddl-dev-r4.jsonl, "
+                                                      "liu23.jsonl).")] = None,
     opened: Annotated[bool, typer.Option("--opened", help="Read each gold thread as opened: its opening post only "
                                          "(windows that start mid-thread are left out).")] = False,
     wrong: Annotated[bool, typer.Option("--wrong", help="List, per entry, the records where its symptoms miss the "

@@ -267,7 +267,9 @@ def diagnose(title: str, body: str, *, framework: str | None, kind: str | None,
     if kind in QUESTION_KINDS:
         hits = [hit for hit in hits if hit[0].questions]
     superseded = {other for entry, _, _ in hits for other in entry.supersedes}
-    if any(not entry.fallback for entry, _, _ in hits):
+    # A fallback gives way to another entry that stays, not to one it supersedes itself (a warning that explains
+    # the hang a title reports supersedes the title's generic reading, and must not vanish with it).
+    if any(not entry.fallback and entry.id not in superseded for entry, _, _ in hits):
         superseded |= {entry.id for entry, _, _ in hits if entry.fallback}
     title_line = LOG_PREFIX.sub("", (title or "")[:MAX_LINE_CHARS]).strip()
     return [entry.diagnosis(line, done, title_line) for entry, line, done in hits

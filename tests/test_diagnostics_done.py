@@ -13,6 +13,11 @@ from bot.knowledge.diagnostics import diagnose, load_diagnostics, load_diagnosti
 
 # entry: (a post that shows the step done, a near miss that does not, the framework)
 DONE: dict[str, tuple[tuple[str, str], tuple[str, str], str | None]] = {
+    "deepspeed_kernel_inject_wrong_output": (
+        ("Wrong outputs with init_inference", "With replace_with_kernel_inject=True the generations are gibberish; "
+         "setting replace_with_kernel_inject=False produces correct output."),
+        ("Wrong outputs with init_inference", "With replace_with_kernel_inject=True the generations are gibberish."),
+        "DeepSpeed"),
     "device_side_assert": (
         ("Embedding lookup fails", "RuntimeError: CUDA error: device-side assert triggered\nI re-ran with "
          "CUDA_LAUNCH_BLOCKING=1 and the traceback now stops in the embedding."),

@@ -99,6 +99,17 @@ def test_a_question_already_using_the_answer_is_marked_done_with_nothing_to_add(
     assert not fresh[entry_id].done
 
 
+@pytest.mark.parametrize("body", [
+    "With replace_with_kernel_inject=True the output is gibberish; with replace_with_kernel_inject=False it is the "
+    "same gibberish.",
+    "With replace_with_kernel_inject=True the output is wrong; replace_with_kernel_inject=False still doesn't work.",
+    "With replace_with_kernel_inject=True the output is wrong. Without kernel injection it is not correct either.",
+])
+def test_a_post_that_says_the_comparison_failed_too_is_not_read_as_done(body: str) -> None:
+    [found] = diagnose("Wrong outputs with init_inference", body, framework="DeepSpeed", kind="bug_report")
+    assert found.id == "deepspeed_kernel_inject_wrong_output" and not found.done
+
+
 def test_follow_ups_are_one_line_and_differ_from_the_step_they_follow() -> None:
     with_follow_up = [e for e in load_diagnostics().entries if e.follow_up]
     assert {e.id for e in with_follow_up} >= set(DONE)

@@ -133,7 +133,7 @@ def test_the_specific_error_comes_first_the_superseded_and_the_fallback_are_left
     assert _shown("ZeRO-3 run", trace + "\ntorch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB",
                   "DeepSpeed") == ["cuda_out_of_memory"]
     # A fallback that supersedes the entry beside it stays: the barrier warning explains the hang a title reports.
-    barrier = ("[rank3]:[W ProcessGroupNCCL.cpp:4115] [PG 0 Rank 3] using GPU 0 to perform barrier as devices used by "
+    barrier = ("[rank3]:[W ProcessGroupNCCL.cpp:4115] [PG 0 Rank 3] using GPU 3 to perform barrier as devices used by "
                "this process are currently unknown. This can potentially cause a hang.")
     assert _shown("Training hangs at startup", barrier, "Megatron-LM") == ["barrier_device_unknown"]
     assert _shown("Training hangs at startup", barrier + "\ntorch.cuda.OutOfMemoryError: CUDA out of memory.",

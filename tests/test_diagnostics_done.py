@@ -13,6 +13,12 @@ from bot.knowledge.diagnostics import diagnose, load_diagnostics, load_diagnosti
 
 # entry: (a post that shows the step done, a near miss that does not, the framework)
 DONE: dict[str, tuple[tuple[str, str], tuple[str, str], str | None]] = {
+    "megatron_loss_spike_after_resume": (
+        ("Loss jumps after resuming from a checkpoint", "The loss was 2.1 at iteration 500; after resuming it jumps to "
+         "9. With --no-load-optim the resumed run continues normally."),
+        ("Loss jumps after resuming from a checkpoint", "The loss was 2.1 at iteration 500; after resuming it jumps to "
+         "9. I resume with --load ckpt and --no-load-optim."),
+        "Megatron-LM"),
     "deepspeed_kernel_inject_wrong_output": (
         ("Wrong outputs with init_inference", "With replace_with_kernel_inject=True the generations are gibberish; "
          "setting replace_with_kernel_inject=False produces correct output."),

@@ -72,6 +72,13 @@ DONE: dict[str, tuple[tuple[str, str], tuple[str, str], str | None]] = {
          "--mock-data the same job reaches iteration 10 in a minute."),
         ("Stuck before training starts", "It is stuck at > building train, validation, and test datasets ... for "
          "an hour; GPUs idle."), "Megatron-LM"),
+    "inplace_modified_for_backward": (
+        ("Backward fails in my block", "RuntimeError: one of the variables needed for gradient computation has been "
+         "modified by an inplace operation: [torch.cuda.FloatTensor [8, 64]]\nWith anomaly detection on: Error "
+         "detected in MulBackward0. Traceback of forward call that caused the error:\n  File \"block.py\", line 9"),
+        ("Backward fails in my block", "RuntimeError: one of the variables needed for gradient computation has been "
+         "modified by an inplace operation: [torch.cuda.FloatTensor [8, 64]]. Hint: enable anomaly detection to find "
+         "the operation that failed to compute its gradient"), None),
 }
 
 
@@ -89,19 +96,24 @@ def test_a_post_that_did_the_step_gets_the_follow_up_and_one_that_did_not_the_st
 ANSWER_IN_USE = {
     "megatron_finetune_from_checkpoint": (
         "How to fine-tune from a pretrained checkpoint?",
-        "I already use --load ckpt --finetune; should the learning rate warmup be shorter?"),
+        "I already use --load ckpt --finetune; should the learning rate warmup be shorter?", "Megatron-LM"),
     "megatron_blend_datasets_howto": (
         "How to train with multiple datasets?",
-        "I use --data-path 0.5 /data/a_text_document 0.5 /data/b_text_document; is the split applied per dataset?"),
+        "I use --data-path 0.5 /data/a_text_document 0.5 /data/b_text_document; is the split applied per dataset?",
+        "Megatron-LM"),
+    "deepspeed_multi_gpu_inference_howto": (
+        "How to run inference on 4 GPUs",
+        "engine = deepspeed.init_inference(model, tensor_parallel={\"tp_size\": 4}, dtype=torch.half) runs; how do I "
+        "stream the tokens?", "DeepSpeed"),
 }
 
 
 @pytest.mark.parametrize("entry_id", sorted(ANSWER_IN_USE))
 def test_a_question_already_using_the_answer_is_marked_done_with_nothing_to_add(entry_id: str) -> None:
-    title, body = ANSWER_IN_USE[entry_id]
-    shown = {d.id: d for d in diagnose(title, body, framework="Megatron-LM", kind="usage_question")}
+    title, body, framework = ANSWER_IN_USE[entry_id]
+    shown = {d.id: d for d in diagnose(title, body, framework=framework, kind="usage_question")}
     assert shown[entry_id].done and load_diagnostics().entry(entry_id).follow_up is None
-    fresh = {d.id: d for d in diagnose(title, "", framework="Megatron-LM", kind="usage_question")}
+    fresh = {d.id: d for d in diagnose(title, "", framework=framework, kind="usage_question")}
     assert not fresh[entry_id].done
 
 

@@ -105,6 +105,10 @@ ANSWER_IN_USE = {
         "How to run inference on 4 GPUs",
         "engine = deepspeed.init_inference(model, tensor_parallel={\"tp_size\": 4}, dtype=torch.half) runs; how do I "
         "stream the tokens?", "DeepSpeed"),
+    "deepspeed_memory_estimate_howto": (
+        "How much GPU memory do I need to train with ZeRO-3?",
+        "estimate_zero3_model_states_mem_needs_all_live prints 18GB per GPU for our model; how do I add the "
+        "activations?", "DeepSpeed"),
 }
 
 

@@ -76,7 +76,8 @@ DONE: dict[str, tuple[tuple[str, str], tuple[str, str], str | None]] = {
         ("Higher loss with accumulation", "With bf16 and ZeRO-1 I enabled FP32 gradient accumulation; the loss is "
          "stable now but higher with gradient accumulation 8 than with micro batch 8 and no accumulation."),
         ("Higher loss with accumulation", "With bf16 and ZeRO-1 the loss is higher with gradient accumulation 8 "
-         "than with micro batch 8 and no accumulation. Should I try fp32 gradient accumulation?"), "DeepSpeed"),
+         "than with micro batch 8 and no accumulation, without fp32 gradient accumulation. Should I use fp32 "
+         "gradient accumulation?"), "DeepSpeed"),
     "inplace_modified_for_backward": (
         ("Backward fails in my block", "RuntimeError: one of the variables needed for gradient computation has been "
          "modified by an inplace operation: [torch.cuda.FloatTensor [8, 64]]\nWith anomaly detection on: Error "

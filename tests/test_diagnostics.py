@@ -24,7 +24,7 @@ from bot.knowledge.diagnostics import (
     load_diagnostics_file,
 )
 from bot.knowledge.taxonomy import Taxonomy
-from bot.reading.textmatch import MAX_INPUT_CHARS, required_literal
+from bot.reading.textmatch import MAX_INPUT_CHARS, compile_pattern, required_literal
 
 EXAMPLES: dict[str, dict[str, list[Any]]] = yaml.safe_load(
     (Path(__file__).parent / "diagnostics_examples.yaml").read_text(encoding="utf-8"))
@@ -214,6 +214,9 @@ ENTRY = {"id": "made_up", "title": "Made up", "patterns": ["made-up failure"], "
     ({"patterns": ["unclosed ("]}, "patterns", "does not compile"),
     ({"patterns": ["error.*failed"]}, "patterns", "may backtrack without bound"),
     ({"unless": ["(?:a+)+b"]}, "unless", "may backtrack without bound"),
+    # a repeated group holding a repeat one level down (10 s on 14 flags, 109 s on 16 before the check saw it)
+    ({"unless_anywhere": [r"^\s*deepspeed\s+(?:--\S+(?:[= ]\S+)?\s+)*\S+\.py\b"]}, "unless_anywhere",
+     "may backtrack without bound"),
     ({"frameworks": ["TensorFlowLite"]}, "frameworks", "not among the frameworks"),
     ({"supersedes": ["no_such_entry"]}, "supersedes", "'no_such_entry' is not another entry"),
     ({"reading": "two\nlines"}, "reading", "must be one line"),
@@ -247,3 +250,15 @@ def test_a_broken_file_is_refused_with_its_name(tmp_path: Path) -> None:
 def test_the_shipped_file_loads_once_per_process() -> None:
     assert load_diagnostics() is load_diagnostics()
     assert isinstance(load_diagnostics_file(diagnostics_path()), KnowledgeBase)
+
+
+@pytest.mark.parametrize(("pattern", "refused"), [
+    (r"(?:ab)+c", False), (r"(?:x{0,3})+", False), (r"(?:(?:a|b) ){0,3}x", False), (r"a+(?:bc)*", False),
+    (r"(a+)+", True), (r"(?:\S+ ){0,3}", True), (r"(?:-x+(?:=y)?z)*", True), (r"(?:(?:a|b)+c)+", True),
+])
+def test_the_backtracking_check_sees_a_repeat_inside_a_repeated_group_at_any_depth(pattern: str, refused: bool) -> None:
+    if refused:
+        with pytest.raises(ValueError, match="may backtrack without bound"):
+            compile_pattern(pattern)
+    else:
+        assert compile_pattern(pattern).regex.pattern == pattern

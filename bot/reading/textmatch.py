@@ -33,7 +33,6 @@ LOG_PREFIX = re.compile(
 # Checked on the pattern with escapes and character classes blanked out (`\.`, `[.+-]` hold no quantifier).
 _ESCAPE_OR_CLASS = re.compile(r"\\.|\[(?:\\.|[^\]\\])*\]")
 _UNBOUNDED_DOT = re.compile(r"\.[*+]")
-_NESTED_QUANTIFIER = re.compile(r"\([^()]*[*+][^()]*\)[*+{]")
 _CLASS_ESCAPES = set("dDwWsSbBAZzGnrtfv0123456789")  # escapes that are not one literal character
 _SPECIAL = set(".^$*+?{}[]()|")
 
@@ -49,7 +48,7 @@ class LinePattern:
 def compile_pattern(pattern: str) -> LinePattern:
     """Compile case-insensitively; ValueError when it does not compile or could backtrack without bound."""
     shape = _ESCAPE_OR_CLASS.sub("x", pattern)
-    if _UNBOUNDED_DOT.search(shape) or _NESTED_QUANTIFIER.search(shape):
+    if _UNBOUNDED_DOT.search(shape) or _has_nested_quantifier(shape):
         raise ValueError(f"pattern {pattern!r} may backtrack without bound; use bounded repeats such as .{{0,80}} "
                          "and no quantified group inside a quantifier")
     try:
@@ -57,6 +56,21 @@ def compile_pattern(pattern: str) -> LinePattern:
     except re.error as exc:
         raise ValueError(f"pattern {pattern!r} does not compile ({exc})") from None
     return LinePattern(regex, required_literal(pattern))
+
+
+def _has_nested_quantifier(shape: str) -> bool:
+    """Whether a group holding `*` or `+` (at any depth) is itself repeated: `(a+)+`, `(?:-x+(?:=x+)?x+)*`."""
+    open_groups: list[bool] = []  # per open group: does it hold an unbounded repeat so far
+    for i, char in enumerate(shape):
+        if char == "(":
+            open_groups.append(False)
+        elif char in "*+" and i > 0 and shape[i - 1] not in "(*+?":
+            open_groups[:] = [True] * len(open_groups)
+        elif char == ")" and open_groups:
+            holds_unbounded = open_groups.pop()
+            if holds_unbounded and shape[i + 1:i + 2] in ("*", "+", "{"):
+                return True
+    return False
 
 
 def required_literal(pattern: str) -> str | None:

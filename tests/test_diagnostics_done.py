@@ -85,6 +85,11 @@ DONE: dict[str, tuple[tuple[str, str], tuple[str, str], str | None]] = {
         ("Backward fails in my block", "RuntimeError: one of the variables needed for gradient computation has been "
          "modified by an inplace operation: [torch.cuda.FloatTensor [8, 64]]. Hint: enable anomaly detection to find "
          "the operation that failed to compute its gradient"), None),
+    "loss_differs_between_parallel_settings": (
+        ("Inconsistent loss between ZeRO-2 and ZeRO-3", "The loss is different with ZeRO-3 than with ZeRO-2 after "
+         "200 steps.\nThe first two steps are identical in both runs."),
+        ("Inconsistent loss between ZeRO-2 and ZeRO-3", "The loss is different with ZeRO-3 than with ZeRO-2 after "
+         "200 steps."), "DeepSpeed"),
 }
 
 

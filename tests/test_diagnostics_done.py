@@ -90,6 +90,13 @@ DONE: dict[str, tuple[tuple[str, str], tuple[str, str], str | None]] = {
          "200 steps.\nThe first two steps are identical in both runs."),
         ("Inconsistent loss between ZeRO-2 and ZeRO-3", "The loss is different with ZeRO-3 than with ZeRO-2 after "
          "200 steps."), "DeepSpeed"),
+    "zero3_not_partitioning": (
+        ("ZeRO-3 loads the full model on every GPU", "With ZeRO-3 the weights are not partitioned: every GPU holds the "
+         "whole model.\nmodel = AutoModelForCausalLM.from_pretrained(name, quantization_config=BitsAndBytesConfig("
+         "load_in_4bit=True))"),
+        ("ZeRO-3 loads the full model on every GPU", "With ZeRO-3 the weights are not partitioned: every GPU holds the "
+         "whole model.\nmodel = AutoModelForCausalLM.from_pretrained(name, torch_dtype=torch.bfloat16)"),
+        "DeepSpeed"),
 }
 
 
@@ -159,3 +166,18 @@ def test_a_follow_up_without_done_when_is_refused_naming_the_entry(tmp_path: Pat
     path.write_text(yaml.safe_dump({"version": "t", "taxonomy": "ddl-v1", "entries": [
         {**entry, "done_when": ["made up (fix|workaround) applied"]}]}), encoding="utf-8")
     assert load_diagnostics_file(path).entry("made_up").follow_up == "The step after."
+
+
+@pytest.mark.parametrize(("body", "done"), [
+    ("The first two steps are identical in both runs.", True),
+    ("The initial loss matches (10.83 in both).", True),
+    ("Step 0 loss is identical in the two runs.", True),
+    ("The first step losses are not the same either.", False),
+    ("The loss is not the same even at the first step.", False),
+    ("The first 10 steps don't match.", False),
+])
+def test_the_loss_comparison_reads_first_steps_equal_and_not_their_negation(body: str, done: bool) -> None:
+    title = "Inconsistent loss between ZeRO-2 and ZeRO-3"
+    text = "The loss is different with ZeRO-3 than with ZeRO-2 after 200 steps.\n" + body
+    found = {d.id: d for d in diagnose(title, text, framework="DeepSpeed", kind="bug_report")}
+    assert found["loss_differs_between_parallel_settings"].done is done

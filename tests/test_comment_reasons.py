@@ -287,7 +287,13 @@ def test_a_question_the_documentation_answers_gets_the_answer_and_a_post_that_di
     assert plan.diagnosis is None and comment is None  # the documented step is what they did: nothing to add
     assert silence_reason(plan.substance, CommentPolicy()) == SILENT_NOTHING
     request = question.model_copy(update={"title": "[FEATURE] Let me run on specific GPUs"})
-    assert _result(request, kind="feature_request", symptom="none").diagnoses == []
+    plan, comment = compose(request, _result(request, kind="feature_request", symptom="none"), taxonomy,
+                            CommentPolicy())  # what the request asks for exists: the option answers it
+    assert plan.diagnosis is not None and plan.diagnosis.id == "deepspeed_launcher_gpu_selection"
+    assert comment is not None and "--include localhost:1,3" in comment
+    failure = request.model_copy(update={"title": "[FEATURE] Clearer errors",
+                                         "body": "RuntimeError: CUDA error: out of memory on GPU 0"})
+    assert _result(failure, kind="feature_request", symptom="none").diagnoses == []  # a request is not a failure
 
 
 def test_a_shared_out_of_memory_or_watchdog_timeout_is_the_same_symptom_not_the_same_error(

@@ -92,9 +92,10 @@ def test_an_entry_for_some_frameworks_stays_silent_for_others_and_when_unknown(e
 
 
 @pytest.mark.parametrize("kind", sorted(NON_BUG_KINDS))
-def test_a_question_or_documentation_report_gets_only_the_answers_a_feature_request_nothing(kind: str) -> None:
-    answers = {e.id for e in load_diagnostics().entries if e.questions}
-    assert len(answers) >= 8
+def test_a_question_gets_only_the_answers_and_a_feature_request_only_the_existing_options(kind: str) -> None:
+    entries = load_diagnostics().entries
+    answers = {e.id for e in entries if (e.requests if kind == "feature_request" else e.questions)}
+    assert len(answers) >= (5 if kind == "feature_request" else 8)
     answered = set()
     for entry_id, data in EXAMPLES.items():
         for example in data["fires"]:
@@ -102,11 +103,31 @@ def test_a_question_or_documentation_report_gets_only_the_answers_a_feature_requ
             shown = _shown(title, body, framework, kind)
             assert set(shown) <= answers, (entry_id, shown)
             answered |= set(shown)
-    assert answered == (set() if kind == "feature_request" else answers)
+    assert answered == answers
     assert diagnose("[FEATURE] Support FP8 all-gather", "Would be nice: RuntimeError: CUDA out of memory is common.",
                     framework="DeepSpeed", kind="feature_request") == []
     assert diagnose("How do I read this?", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
                     framework="DeepSpeed", kind="usage_question") == []
+    # A request for what a documented option already does is answered with the option; a how-to is not a request.
+    shown = diagnose("[Feature] Uneven pipeline split", "Please allow splitting the layers unevenly over pipeline "
+                     "stages; 7 layers cannot go on 2 stages.", framework="Megatron-LM", kind="feature_request")
+    assert [d.id for d in shown] == ["megatron_uneven_pipeline_split"]
+    assert diagnose("[REQUEST] AutoTP training support for Qwen3-MoE", "", framework="DeepSpeed",
+                    kind="feature_request") == []
+    assert [d.id for d in diagnose("[REQUEST] AutoTP training support for Qwen3-MoE", "", framework="DeepSpeed",
+                                   kind="usage_question")] == ["deepspeed_autotp_training_howto"]
+
+
+def test_an_entry_that_answers_requests_but_not_questions_is_refused(tmp_path: Path) -> None:
+    entry = {"id": "some_option", "title": "An option", "title_patterns": ["some option"], "symptoms": ["none"],
+             "reading": "A reading.", "next_step": "A step.", "requests": True}
+    path = tmp_path / "diagnostics.yaml"
+    path.write_text(yaml.safe_dump({"version": "t", "taxonomy": "ddl-v1", "entries": [entry]}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"entry 'some_option' \(entries\[0\]\).*`requests: true` needs"):
+        load_diagnostics_file(path)
+    path.write_text(yaml.safe_dump({"version": "t", "taxonomy": "ddl-v1", "entries": [{**entry, "questions": True}]}),
+                    encoding="utf-8")
+    assert load_diagnostics_file(path).entry("some_option").requests
 
 
 def test_the_specific_error_comes_first_the_superseded_and_the_fallback_are_left_out() -> None:

@@ -139,6 +139,50 @@ def test_a_question_already_using_the_answer_is_marked_done_with_nothing_to_add(
     assert not fresh[entry_id].done
 
 
+# entry: (a post that already took the step, the same post without it, the framework); no follow-up: silence
+STEP_TAKEN = {
+    "ssh_connection_refused": (
+        ("Multi-node launch fails", "deepspeed --hostfile hostfile --ssh_port 2222 train.py\nnode-b: ssh: connect to "
+         "host node-b port 2222: Connection refused\npdsh@node-a: node-b: ssh exited with exit code 255"),
+        ("Multi-node launch fails", "deepspeed --hostfile hostfile train.py\nnode-b: ssh: connect to host node-b "
+         "port 22: Connection refused\npdsh@node-a: node-b: ssh exited with exit code 255"), "DeepSpeed"),
+    "deepspeed_mpi_or_slurm_launch": (
+        ("How to run DeepSpeed on SLURM?", "I use deepspeed --launcher slurm --hostfile hostfile train.py; is that the "
+         "recommended way?"),
+        ("How to run DeepSpeed on SLURM?", "I use deepspeed --hostfile hostfile train.py; is that the recommended "
+         "way?"), "DeepSpeed"),
+    "deepspeed_autotp_training_howto": (
+        ("How to train with AutoTP?", "I set \"tensor_parallel\": {\"autotp_size\": 4} and ZeRO-2; is the dataloader "
+         "supposed to be sharded by DP rank?"),
+        ("How to train with AutoTP?", "We use ZeRO-2; is the dataloader supposed to be sharded by DP rank?"),
+        "DeepSpeed"),
+    "deepspeed_pipeline_variable_length": (
+        ("Pipeline throughput", "We build PipelineModule(layers, num_stages=4, dynamic_shape=True) and batches have "
+         "variable sequence lengths; throughput drops."),
+        ("Pipeline throughput", "We build PipelineModule(layers, num_stages=4) and batches have variable sequence "
+         "lengths; throughput drops."), "DeepSpeed"),
+    "colossalai_checkpoint_to_hf": (
+        ("How to convert a booster checkpoint to a Hugging Face checkpoint?", "I save with booster.save_model(model, "
+         "\"ckpt\", shard=True); which tokenizer files should go beside it?"),
+        ("How to convert a booster checkpoint to a Hugging Face checkpoint?", "I save with booster.save_model(model, "
+         "\"ckpt\"); which tokenizer files should go beside it?"), "Colossal-AI"),
+    "deepspeed_ulysses_hf_howto": (
+        ("How to use Ulysses with transformers?", "I call UlyssesSPAttentionHF.register_with_transformers before "
+         "from_pretrained; do I still need a DistributedSampler?"),
+        ("How to use Ulysses with transformers?", "Do I still need a DistributedSampler?"), "DeepSpeed"),
+}
+
+
+@pytest.mark.parametrize("entry_id", sorted(STEP_TAKEN))
+def test_a_post_that_took_the_step_is_marked_done_and_the_same_post_without_it_is_not(entry_id: str) -> None:
+    (title, body), (near_title, near_body), framework = STEP_TAKEN[entry_id]
+    assert load_diagnostics().entry(entry_id).follow_up is None
+    shown = {d.id: d for d in diagnose(title, body, framework=framework, kind="bug_report")}
+    assert shown[entry_id].done
+    near = {d.id: d for d in diagnose(near_title, near_body, framework=framework, kind="bug_report")}
+    assert not near[entry_id].done
+
+
 @pytest.mark.parametrize("body", [
     "With replace_with_kernel_inject=True the output is gibberish; with replace_with_kernel_inject=False it is the "
     "same gibberish.",

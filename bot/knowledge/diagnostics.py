@@ -28,12 +28,13 @@ from bot.core.domain import Diagnosis
 from bot.core.errors import ConfigError
 from bot.core.paths import shipped_dir
 from bot.knowledge.datafile import describe_validation
-from bot.knowledge.facts import NON_BUG_KINDS  # no failure to diagnose
+from bot.knowledge.facts import NON_BUG_KINDS
 from bot.knowledge.taxonomy import DIAGNOSTICS_FILE, Taxonomy, load_taxonomy
 from bot.reading.normalise import FRAMEWORKS, REPO_FRAMEWORKS
 from bot.reading.textmatch import LOG_PREFIX, MAX_LINE_CHARS, LineIndex, LinePattern, clean_lines, compile_pattern
 
 QUESTION_KINDS = frozenset({"usage_question", "documentation"})  # answered by the entries marked `questions: true`
+REQUEST_KINDS = frozenset({"feature_request"})  # answered by the entries marked `requests: true`
 MAX_DIAGNOSES = 3  # a comment shows one next step; two more at most are context, never a checklist
 MAX_MATCHED_CHARS = 200
 KNOWN_FRAMEWORKS = frozenset(FRAMEWORKS.values()) | frozenset(REPO_FRAMEWORKS.values())
@@ -68,6 +69,9 @@ class Entry(BaseModel):
     # Also read on a usage question or a documentation report: its next step answers a question the frameworks'
     # documentation answers (which launcher flag picks the GPUs, how to resume with another data-parallel size).
     questions: bool = False
+    # Also read on a feature request (implies `questions`): its next step is an option that already does what such a
+    # request asks for (an uneven pipeline split, variable sequence lengths in a pipeline, a launch without SSH).
+    requests: bool = False
     # Optional: the post shows the next step already done (a line matching any one: `CUDA_LAUNCH_BLOCKING=1`
     # set, `py-spy` stacks pasted, the hang located to one call); then `follow_up` is the step shown, or none.
     done_when: tuple[str, ...] = ()
@@ -124,6 +128,9 @@ class Entry(BaseModel):
     def _compile(self) -> Entry:
         if not (self.patterns or self.title_patterns):
             raise ValueError("needs `patterns` or `title_patterns`")
+        if self.requests and not self.questions:
+            raise ValueError("`requests: true` needs `questions: true`: an option that answers a request answers the "
+                             "question how to do it too")
         if self.follow_up and not self.done_when:
             raise ValueError("`follow_up` needs `done_when`: the lines that show the next step already done")
         for name in ("patterns", "title_patterns", "requires", "unless", "unless_anywhere", "done_when"):
@@ -257,15 +264,18 @@ def load_diagnostics(path: str | None = None) -> KnowledgeBase:
 
 def diagnose(title: str, body: str, *, framework: str | None, kind: str | None,
              base: KnowledgeBase | None = None) -> list[Diagnosis]:
-    """The failures the knowledge base recognises in an issue, most specific first; [] for a feature request.
+    """The failures the knowledge base recognises in an issue, most specific first.
     `framework` is the repository's or the text's (EnvironmentFacts.framework); an entry limited
     to some frameworks stays silent for another one, and when the framework is unknown (None).
-    A usage question or a documentation report gets only the entries that answer questions (`questions: true`)."""
-    if kind in NON_BUG_KINDS and kind not in QUESTION_KINDS:
-        return []
+    A usage question or a documentation report gets only the entries that answer questions (`questions: true`), a
+    feature request only those whose step is an option that already does what it asks for (`requests: true`)."""
     hits = (base or load_diagnostics()).read(title, body, framework)
     if kind in QUESTION_KINDS:
         hits = [hit for hit in hits if hit[0].questions]
+    elif kind in REQUEST_KINDS:
+        hits = [hit for hit in hits if hit[0].requests]
+    elif kind in NON_BUG_KINDS:  # a kind the taxonomy may add later: no failure to diagnose
+        hits = []
     superseded = {other for entry, _, _ in hits for other in entry.supersedes}
     # A fallback gives way to another entry that stays, not to one it supersedes itself (a warning that explains
     # the hang a title reports supersedes the title's generic reading, and must not vanish with it).

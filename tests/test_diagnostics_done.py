@@ -97,6 +97,15 @@ DONE: dict[str, tuple[tuple[str, str], tuple[str, str], str | None]] = {
         ("ZeRO-3 loads the full model on every GPU", "With ZeRO-3 the weights are not partitioned: every GPU holds the "
          "whole model.\nmodel = AutoModelForCausalLM.from_pretrained(name, torch_dtype=torch.bfloat16)"),
         "DeepSpeed"),
+    "deepspeed_engine_not_freed": (
+        ("GPU memory not freed", "After training I call engine.destroy(), del engine and gc.collect(), but the GPU "
+         "memory is not freed after deleting the engine."),
+        ("GPU memory not freed", "GPU memory is not freed after deleting the engine with del engine."), "DeepSpeed"),
+    "optimizer_empty_parameter_list": (
+        ("Pipeline: empty parameter list", "Only GPU0 has trainable parameters, the rest is frozen.\nValueError: "
+         "optimizer got an empty parameter list"),
+        ("Pipeline: empty parameter list", "Most of the model is frozen.\nValueError: optimizer got an empty "
+         "parameter list"), "DeepSpeed"),
 }
 
 

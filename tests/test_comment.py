@@ -355,10 +355,9 @@ def test_a_label_the_shown_diagnosis_names_otherwise_is_left_out(batch: TriageRe
     assert "exception from the API or config" in _always(agreeing, taxonomy, issue=BATCH)
 
 
-def test_an_ask_whose_command_the_next_step_already_names_is_not_asked_again(batch: TriageResult,
-                                                                              taxonomy: Taxonomy) -> None:
+def test_no_ask_rides_beside_a_next_step(batch: TriageResult, taxonomy: Taxonomy) -> None:
     """`ds_report` in the step ("post ... and `ds_report`") and again as "Please add: the output of `ds_report`"
-    reads as a template; without it in the step, the same post is asked for it."""
+    reads as a template; and without it in the step, an ask beside the step was read as boilerplate too."""
     report = Issue(id="k", repo=REPO, number=9003, title="Generated text differs with DeepSpeed-Inference",
                    body="With init_inference(model, replace_with_kernel_inject=True) the text is gibberish; "
                         "the plain model answers fine.")
@@ -370,4 +369,6 @@ def test_an_ask_whose_command_the_next_step_already_names_is_not_asked_again(bat
                                       "environment": EnvironmentFacts(framework="DeepSpeed")})
     assert "versions" not in plan_comment(result, taxonomy, CommentPolicy(), report).asks
     result = result.model_copy(update={"diagnoses": [plain]})
-    assert plan_comment(result, taxonomy, CommentPolicy(), report).asks == ["versions"]
+    assert plan_comment(result, taxonomy, CommentPolicy(), report).asks == []
+    comment = compose_comment(report, result, taxonomy, CommentPolicy())
+    assert comment is not None and "Rerun without kernel injection" in comment and "Please add" not in comment

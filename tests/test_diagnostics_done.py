@@ -179,6 +179,16 @@ STEP_TAKEN = {
         ("How to use Ulysses with transformers?", "I call UlyssesSPAttentionHF.register_with_transformers before "
          "from_pretrained; do I still need a DistributedSampler?"),
         ("How to use Ulysses with transformers?", "Do I still need a DistributedSampler?"), "DeepSpeed"),
+    "deepspeed_nvme_aio_failed": (
+        ("NVMe offload fails for 13B", "Smaller models offload fine to the same /local_nvme folder.\nAssertionError: "
+         "buffer nbytes != file bytes 57648000 != 57647104"),
+        ("NVMe offload fails for 13B", "We offload to /local_nvme.\nAssertionError: buffer nbytes != file bytes "
+         "57648000 != 57647104"), "DeepSpeed"),
+    "colossalai_multinode_setup": (
+        ("How to launch Colossal-AI training on two nodes?", "I use colossalai run --host node1,node2 --nproc_per_node "
+         "8 train.py; should the nodes share a file system?"),
+        ("How to launch Colossal-AI training on two nodes?", "colossalai run --nproc_per_node 8 train.py works on "
+         "one; should the nodes share a file system?"), "Colossal-AI"),
 }
 
 

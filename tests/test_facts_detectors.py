@@ -160,6 +160,8 @@ def test_one_ask_unless_both_block_the_next_step() -> None:
     assert asks_to_show(["traceback", "versions"], ["traceback"]) == ["traceback"]
     assert asks_to_show(["gpu_model", "backtrace"], ["gpu_model", "backtrace"]) == ["gpu_model", "backtrace"]
     assert asks_to_show([], ["gpu_model"]) == []
+    # beside a next step, no ask rides along, not even the diagnosis's own
+    assert asks_to_show(["versions", "traceback"], ["versions"], next_step=True) == []
 
 
 @pytest.mark.parametrize(("text", "own"), [

@@ -143,10 +143,11 @@ def reads_as_inference(title: str, stage: str | None) -> bool:
 
 
 def asks_to_show(asks: Sequence[str], blocking: Sequence[str], *, next_step: bool = False) -> list[str]:
-    """One ask; two only when both are what the next step shown needs (`blocking`: its diagnosis's ask). Beside
-    a next step, only what it needs (the `ds_report` asked of a host OOM kill was judged noise)."""
+    """One ask; two only when both block the diagnosis (`blocking`: what a bare report needs). Beside a next step,
+    none: the step is what the reporter does next, and five readings by maintainers (seeds 101 to 113) scored the
+    asks that rode beside a step as boilerplate (`ds_report` on a leak, the launch command a post already holds)."""
     if next_step:
-        asks = [a for a in asks if a in blocking]
+        return []
     if len(asks) > 1 and all(a in blocking for a in asks[:2]):
         return list(asks[:2])
     return list(asks[:1])

@@ -110,6 +110,12 @@ def test_a_maintainer_reviews_in_a_real_browser(chrome: Any, github: FakeGitHub,
     card.find_element(By.CSS_SELECTOR, "button.post").click()
     _wait(driver, lambda d: d.find_element(By.ID, "notice"))
     served.wait_until(lambda: len(github.bot_comments(REPO, 42)) == 1, WAIT_S)
+    # the page records who posted after GitHub answers: wait for that record, not only for the comment
+    approvals = Store(served.database_url)
+    try:
+        served.wait_until(lambda: [d.approved_by for d in approvals.decisions(10, REPO)] == [ALICE], WAIT_S)
+    finally:
+        approvals.close()
     driver.refresh()
     card = _wait(driver, lambda d: d.find_element(By.ID, "issue-42"))
     assert "posted from this page by alice-maintainer" in card.text

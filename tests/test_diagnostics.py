@@ -16,13 +16,13 @@ import yaml
 from bot.core.errors import ConfigError
 from bot.knowledge.diagnostics import (
     MAX_DIAGNOSES,
-    NON_BUG_KINDS,
     KnowledgeBase,
     diagnose,
     diagnostics_path,
     load_diagnostics,
     load_diagnostics_file,
 )
+from bot.knowledge.facts import NON_BUG_KINDS
 from bot.knowledge.taxonomy import Taxonomy
 from bot.reading.textmatch import MAX_INPUT_CHARS, compile_pattern, required_literal
 

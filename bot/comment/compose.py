@@ -116,9 +116,8 @@ def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy
         asks = list(NEEDS_DETAILS_FACTS) if result.needs_details else result.missing_facts[:MAX_ASKED]
     if diagnosis is not None:  # what the next step already tells them to run and post is not asked twice
         asks = [f for f in asks if not fact_present(taxonomy.fact(f), diagnosis.next_step, EnvironmentFacts())]
-    if not result.needs_details:  # beside a next step, only what that step needs; else one ask at most
-        asks = asks_to_show(asks, [diagnosis.ask] if diagnosis and diagnosis.ask else [],
-                            next_step=diagnosis is not None)
+    if not result.needs_details:  # beside a next step none; else one ask at most
+        asks = asks_to_show(asks, [], next_step=diagnosis is not None)
     framework = framework_of(issue, result.environment) if issue else result.environment.framework
     if diagnosis is not None:  # nor what it asks for in the project's words (`ds_report` in the step and the ask)
         asks = [f for f in asks if not told_in_step(taxonomy.fact(f).ask_for(framework), diagnosis.next_step)]

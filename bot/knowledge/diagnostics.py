@@ -28,7 +28,6 @@ from bot.core.domain import Diagnosis
 from bot.core.errors import ConfigError
 from bot.core.paths import shipped_dir
 from bot.knowledge.datafile import describe_validation
-from bot.knowledge.facts import NON_BUG_KINDS
 from bot.knowledge.taxonomy import DIAGNOSTICS_FILE, Taxonomy, load_taxonomy
 from bot.reading.normalise import FRAMEWORKS, REPO_FRAMEWORKS
 from bot.reading.textmatch import LOG_PREFIX, MAX_LINE_CHARS, LineIndex, LinePattern, clean_lines, compile_pattern
@@ -274,8 +273,6 @@ def diagnose(title: str, body: str, *, framework: str | None, kind: str | None,
         hits = [hit for hit in hits if hit[0].questions]
     elif kind in REQUEST_KINDS:
         hits = [hit for hit in hits if hit[0].requests]
-    elif kind in NON_BUG_KINDS:  # a kind the taxonomy may add later: no failure to diagnose
-        hits = []
     superseded = {other for entry, _, _ in hits for other in entry.supersedes}
     # A fallback gives way to another entry that stays, not to one it supersedes itself (a warning that explains
     # the hang a title reports supersedes the title's generic reading, and must not vanish with it).

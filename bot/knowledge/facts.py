@@ -143,9 +143,9 @@ def reads_as_inference(title: str, stage: str | None) -> bool:
 
 
 def asks_to_show(asks: Sequence[str], blocking: Sequence[str], *, next_step: bool = False) -> list[str]:
-    """One ask; two only when both block the diagnosis (`blocking`: what a bare report needs). Beside a next step,
-    none: the step is what the reporter does next, and five readings by maintainers (seeds 101 to 113) scored the
-    asks that rode beside a step as boilerplate (`ds_report` on a leak, the launch command a post already holds)."""
+    """One ask; two only when both are in `blocking`. Beside a next step, none: the step is what the reporter
+    does next, and five readings by maintainers (seeds 101 to 113) scored the asks that rode beside a step as
+    boilerplate (`ds_report` on a leak, the launch command a post already holds)."""
     if next_step:
         return []
     if len(asks) > 1 and all(a in blocking for a in asks[:2]):

@@ -147,6 +147,15 @@ DONE: dict[str, tuple[tuple[str, str], tuple[str, str], str | None]] = {
          "8 train.py; should the nodes share a file system?"),
         ("How to launch Colossal-AI training on two nodes?", "colossalai run --nproc_per_node 8 train.py works on "
          "one; should the nodes share a file system?"), "Colossal-AI"),
+    "first_gpu_more_memory": (
+        ("GPU memory imbalance with ZeRO-2", "GPU 1 uses 20 GB more memory than GPU 0:\n|  0  A100-SXM4-80GB |  "
+         "43591MiB / 81920MiB |\n|  1  A100-SXM4-80GB |  77117MiB / 81920MiB |"),
+        ("GPU memory imbalance with ZeRO-2", "GPU 1 uses 20 GB more memory than GPU 0 during training."), None),
+    "zero3_init_loading_pretrained": (
+        ("How to load pretrained weights into a model built in zero.Init", "I build it inside zero.Init and load "
+         "under deepspeed.zero.GatheredParameters(params, modifier_rank=0), yet rank 1 sees zeros."),
+        ("How to load pretrained weights into a model built in zero.Init", "load_state_dict fails with size "
+         "mismatch."), "DeepSpeed"),
 }
 
 

@@ -3,6 +3,7 @@ only for its frameworks and never on a question; ranking, superseding, bounded w
 
 from __future__ import annotations
 
+import re
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,6 +56,16 @@ def test_the_shipped_file_has_40_entries_or_more_each_with_examples_and_near_mis
     assert len(base.entries) >= 40
     assert list(EXAMPLES) == [e.id for e in base.entries]
     assert all(data.get("fires") and data.get("quiet") for data in EXAMPLES.values())
+
+
+def test_no_text_of_the_shipped_file_is_cut_by_a_yaml_comment() -> None:
+    # In a plain (unquoted) YAML scalar, " #" starts a comment: "fixed in 0.11.2 (#4538, #4557)" would lose its tail
+    # silently, and the comment would print a reading cut mid-sentence. Such texts must be quoted.
+    plain = re.compile(r"^\s+(?:reading|next_step|follow_up|title): ([^'\"].*)$")
+    cut = [f"line {n}: {m.group(1)[:60]}" for n, line in
+           enumerate(diagnostics_path().read_text(encoding="utf-8").splitlines(), 1)
+           if (m := plain.match(line)) and " #" in m.group(1)]
+    assert not cut, cut
 
 
 @pytest.mark.parametrize(("entry_id", "example"), _params("fires"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import signal
+from datetime import date, datetime, timezone
 from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import cycle
@@ -139,6 +140,38 @@ def test_an_entry_that_answers_requests_but_not_questions_is_refused(tmp_path: P
     path.write_text(yaml.safe_dump({"version": "t", "taxonomy": "ddl-v1", "entries": [{**entry, "questions": True}]}),
                     encoding="utf-8")
     assert load_diagnostics_file(path).entry("some_option").requests
+
+
+def test_an_entry_is_silent_on_an_issue_opened_before_its_step_existed(tmp_path: Path) -> None:
+    # `since`: the day the step became true. Before it the reporter could not have taken it (an option not yet
+    # shipped, a fix not yet released), so the entry is left out and what it supersedes speaks instead.
+    generic = {"id": "generic_build", "title": "Build failed", "patterns": ["build failed"], "symptoms": ["none"],
+               "reading": "A reading.", "next_step": "Post the first error line."}
+    fixed = {**generic, "id": "fixed_in_release", "title": "Fixed in 1.2", "requires": ["version 1\\.1"],
+             "next_step": "Upgrade to 1.2.", "since": "2024-08-15", "supersedes": ["generic_build"]}
+    path = tmp_path / "diagnostics.yaml"
+    path.write_text(yaml.safe_dump({"version": "t", "taxonomy": "ddl-v1", "entries": [fixed, generic]}),
+                    encoding="utf-8")
+    base = load_diagnostics_file(path)
+    body = "build failed on version 1.1"
+
+    def shown(opened: Any) -> list[str]:
+        return [d.id for d in diagnose("", body, framework=None, kind="bug_report", base=base, opened=opened)]
+
+    assert shown(datetime(2024, 6, 17, tzinfo=timezone.utc)) == ["generic_build"]
+    assert shown(date(2024, 8, 15)) == ["fixed_in_release"]  # released that day
+    assert shown(datetime(2025, 1, 2, tzinfo=timezone.utc)) == ["fixed_in_release"]
+    assert shown(None) == ["fixed_in_release"]  # undated: read as opened now, as the App reads a new issue
+    path.write_text(yaml.safe_dump({"version": "t", "taxonomy": "ddl-v1", "entries": [
+        {**fixed, "since": "someday"}, generic]}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"entry 'fixed_in_release' \(entries\[0\]\).*since"):
+        load_diagnostics_file(path)
+
+
+def test_the_shipped_entries_with_a_since_date_are_dated_from_a_release() -> None:
+    dated = [e for e in load_diagnostics().entries if e.since is not None]
+    assert dated, "no entry carries `since`"
+    assert all(date(2020, 1, 1) <= e.since <= date.today() for e in dated)
 
 
 def test_the_specific_error_comes_first_the_superseded_and_the_fallback_are_left_out() -> None:

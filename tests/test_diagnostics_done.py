@@ -147,6 +147,11 @@ DONE: dict[str, tuple[tuple[str, str], tuple[str, str], str | None]] = {
          "8 train.py; should the nodes share a file system?"),
         ("How to launch Colossal-AI training on two nodes?", "colossalai run --nproc_per_node 8 train.py works on "
          "one; should the nodes share a file system?"), "Colossal-AI"),
+    "deepspeed_offload_not_taking_effect": (
+        ("Offload does not reduce GPU memory", "With offload_param to cpu the GPU memory is still very high.\n"
+         "[INFO] [utils.py:791:see_memory_usage] MA 0.58 GB         Max_MA 26.38 GB         CA 26.7 GB"),
+        ("Offload does not reduce GPU memory", "With offload_param to cpu the GPU memory is still very high in "
+         "nvidia-smi."), "DeepSpeed"),
     "first_gpu_more_memory": (
         ("GPU memory imbalance with ZeRO-2", "GPU 1 uses 20 GB more memory than GPU 0:\n|  0  A100-SXM4-80GB |  "
          "43591MiB / 81920MiB |\n|  1  A100-SXM4-80GB |  77117MiB / 81920MiB |"),

@@ -8,6 +8,7 @@ they supersede and without fallbacks when anything else fired.
 
 from __future__ import annotations
 
+from datetime import date, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,11 @@ class Entry(BaseModel):
     # flag, dump the stacks, post the first error line, the generic remedies of an OOM): it rides along with a
     # precedent but is no reason to speak on its own. Its `follow_up`, read from what the post shows, is one.
     localises: bool = False
+    # Optional: the day the next step became true (the release that shipped the option, API or fix it names, as the
+    # framework's tag dates it). An issue opened before it is not given the entry: the step names what its reporter
+    # could not have had (`safe_set_full_fp32_param` on a report of 2023-07, "upgrade to 0.14.5" two months before
+    # 0.14.5). An issue of unknown date is read as opened now.
+    since: date | None = None
 
     _compiled: dict[str, tuple[LinePattern, ...]] = PrivateAttr(default_factory=dict)
 
@@ -152,6 +158,12 @@ class Entry(BaseModel):
                 if pattern.regex.search(line) and not any(u.regex.search(line) for u in self._compiled["unless"]):
                     return line
         return None
+
+    def holds_on(self, opened: datetime | date | None) -> bool:
+        """Whether the next step existed when the issue was opened (always, for an undated issue or entry)."""
+        if self.since is None or opened is None:
+            return True
+        return (opened.date() if isinstance(opened, datetime) else opened) >= self.since
 
     def shows_done(self, index: LineIndex) -> bool:
         """Whether the post shows this entry's next step already done (a line matching `done_when`)."""
@@ -262,13 +274,15 @@ def load_diagnostics(path: str | None = None) -> KnowledgeBase:
 
 
 def diagnose(title: str, body: str, *, framework: str | None, kind: str | None,
-             base: KnowledgeBase | None = None) -> list[Diagnosis]:
+             base: KnowledgeBase | None = None, opened: datetime | date | None = None) -> list[Diagnosis]:
     """The failures the knowledge base recognises in an issue, most specific first.
     `framework` is the repository's or the text's (EnvironmentFacts.framework); an entry limited
     to some frameworks stays silent for another one, and when the framework is unknown (None).
     A usage question or a documentation report gets only the entries that answer questions (`questions: true`), a
-    feature request only those whose step is an option that already does what it asks for (`requests: true`)."""
-    hits = (base or load_diagnostics()).read(title, body, framework)
+    feature request only those whose step is an option that already does what it asks for (`requests: true`).
+    `opened` is when the issue was opened: an entry whose step came later (`since`) stays silent on it, and an entry
+    it would have superseded speaks instead."""
+    hits = [hit for hit in (base or load_diagnostics()).read(title, body, framework) if hit[0].holds_on(opened)]
     if kind in QUESTION_KINDS:
         hits = [hit for hit in hits if hit[0].questions]
     elif kind in REQUEST_KINDS:

@@ -170,7 +170,7 @@ class Engine:
         missing = missing_facts(issue, normalised.environment, self.taxonomy, result.label("kind"),
                                 result.label("symptom"), report=normalised.report)
         diagnoses = diagnose(issue.title, issue.body, framework=normalised.environment.framework,
-                             kind=result.label("kind"))
+                             kind=result.label("kind"), opened=issue.created_at)
         return result.model_copy(update={"missing_facts": missing, "diagnoses": diagnoses})
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 import signal
-from datetime import date, datetime, timezone
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, date, datetime
 from itertools import cycle
 from pathlib import Path
 from typing import Any
@@ -158,9 +158,9 @@ def test_an_entry_is_silent_on_an_issue_opened_before_its_step_existed(tmp_path:
     def shown(opened: Any) -> list[str]:
         return [d.id for d in diagnose("", body, framework=None, kind="bug_report", base=base, opened=opened)]
 
-    assert shown(datetime(2024, 6, 17, tzinfo=timezone.utc)) == ["generic_build"]
+    assert shown(datetime(2024, 6, 17, tzinfo=UTC)) == ["generic_build"]
     assert shown(date(2024, 8, 15)) == ["fixed_in_release"]  # released that day
-    assert shown(datetime(2025, 1, 2, tzinfo=timezone.utc)) == ["fixed_in_release"]
+    assert shown(datetime(2025, 1, 2, tzinfo=UTC)) == ["fixed_in_release"]
     assert shown(None) == ["fixed_in_release"]  # undated: read as opened now, as the App reads a new issue
     path.write_text(yaml.safe_dump({"version": "t", "taxonomy": "ddl-v1", "entries": [
         {**fixed, "since": "someday"}, generic]}), encoding="utf-8")

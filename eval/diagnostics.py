@@ -20,7 +20,7 @@ from bot.knowledge.dataset import LoadReport, load_case_base
 from bot.knowledge.diagnostics import KnowledgeBase, diagnose, load_diagnostics
 from bot.knowledge.taxonomy import load_taxonomy
 from bot.reading.normalise import extract_environment
-from bot.reading.opening import has_opening_post, opened_at, opening_post
+from bot.reading.opening import as_opened
 
 # Every gold file with texts (liu23-labels.jsonl only relabels liu23's texts).
 GOLD_TEXT_FILES = ("ddl-dev.jsonl", "ddl-dev-r3.jsonl", "ddl-dev-r4.jsonl", "liu23.jsonl")
@@ -77,13 +77,13 @@ def measure_diagnostics(files: list[str], cases: list[Case], base: KnowledgeBase
     base = base or load_diagnostics()
     report = DiagnosticsReport(base.version, files, [EntryRow(e.id, e.frameworks) for e in base.entries], opened)
     rows = {r.id: r for r in report.rows}
-    for case in cases:
-        if opened and not has_opening_post(case.body):
+    for record in cases:
+        case = as_opened(record) if opened else record  # the opening post alone, dated by its header
+        if case is None:
             continue
-        body = opening_post(case.body) if opened else case.body
-        framework = extract_environment(f"{case.title}\n{body}", case.repo).framework
-        found = diagnose(case.title, body, framework=framework, kind=None, base=base,
-                         opened=opened_at(case.body) if opened else None)
+        framework = extract_environment(f"{case.title}\n{case.body}", case.repo).framework
+        found = diagnose(case.title, case.body, framework=framework, kind=None, base=base,
+                         opened=case.created_at if opened else None)
         kind, symptom = case.labels.get("kind"), case.labels.get("symptom")
         if kind != "bug_report":
             report.not_bugs += 1

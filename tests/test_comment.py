@@ -116,6 +116,17 @@ def test_labelled_cases_only_when_they_share_the_error_or_pass_the_floor(batch: 
     assert "ColossalAI #12" not in comment
 
 
+def test_a_pull_request_of_the_pack_is_a_precedent_only_by_the_same_error(batch: TriageResult,
+                                                                          taxonomy: Taxonomy) -> None:
+    close = Neighbour(id=f"{REPO}#7", url=f"https://github.com/{REPO}/pull/7", type="pull_request", score=0.95,
+                      labels={"symptom": "api_exception", "fix_pattern": "framework_patch"})
+    comment = compose_comment(BATCH, batch.model_copy(update={"neighbours": [close]}), taxonomy) or ""
+    assert "#7" not in comment
+    shared = close.model_copy(update={"signature": SIGNATURE})
+    comment = compose_comment(BATCH, batch.model_copy(update={"neighbours": [shared]}), taxonomy) or ""
+    assert "- #7 (pull request fixing" in comment
+
+
 def test_links_to_other_repositories_never_ping_and_the_repositorys_own_stay_plain(batch: TriageResult,
                                                                                   taxonomy: Taxonomy) -> None:
     cases = [Neighbour(id="NVIDIA/Megatron-LM#1", url="https://github.com/NVIDIA/Megatron-LM/issues/1", type="issue",

@@ -330,6 +330,24 @@ def test_a_reporter_who_brings_the_fix_is_not_told_how_to_localise_it(taxonomy: 
     assert plan.diagnosis is None and comment is None
 
 
+def test_a_reporter_who_located_the_cause_in_the_code_gets_no_step_but_a_question_about_the_code_does(
+        taxonomy: Taxonomy) -> None:
+    mixed = Issue(id="m", repo=REPO, number=6100, created_at=OPENED,
+                  title="Training step fails under ZeRO with mixed dtypes",
+                  body="The first backward fails:\nRuntimeError: Found dtype Float but expected Half\n")
+    plan = plan_comment(_result(mixed, symptom="tensor_mismatch"), taxonomy, CommentPolicy(), mixed)
+    assert plan.diagnosis is not None and plan.diagnosis.id == "dtype_mismatch" and NEXT_STEP in plan.reasons
+    analysed = mixed.model_copy(update={"body": mixed.body + "It turns out the engine returns the output in half "
+                                        "precision: https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/"
+                                        "runtime/engine.py#L1999 never casts it back."})
+    plan, comment = compose(analysed, _result(analysed, symptom="tensor_mismatch"), taxonomy, CommentPolicy())
+    assert plan.diagnosis is None and comment is None
+    # a question about that code is still answered: the link is what it asks about
+    found = diagnose(analysed.title, analysed.body, framework="DeepSpeed", kind="bug_report")
+    plan = plan_comment(_result(analysed, kind="usage_question", diagnoses=found), taxonomy, CommentPolicy(), analysed)
+    assert plan.diagnosis is not None and plan.diagnosis.id == "dtype_mismatch"
+
+
 def test_a_build_failure_is_a_precedent_only_by_its_error_never_by_a_close_build_log(taxonomy: Taxonomy) -> None:
     build = Issue(id="b", repo=REPO, number=6100, created_at=OPENED, title="pip install deepspeed fails on our cluster",
                   body="DS_BUILD_OPS=1 pip install deepspeed\n  Running setup.py install for deepspeed ... error\n"

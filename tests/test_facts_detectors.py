@@ -7,6 +7,7 @@ import pytest
 
 from bot.core.domain import Diagnosis, Issue
 from bot.knowledge.facts import (
+    analyses_cause,
     asks_to_show,
     compares_settings,
     fact_shown,
@@ -180,3 +181,22 @@ def test_one_ask_unless_both_block_the_next_step() -> None:
 ])
 def test_a_post_that_brings_its_own_fix_is_recognised(text: str, own: bool) -> None:
     assert proposes_own_fix(text) is own
+
+
+@pytest.mark.parametrize(("text", "analysed"), [
+    ("See https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/foo/bar.py#L131: self.tp_size should be "
+     "removed.", True),
+    ("Partitioning leaves two stages empty: https://github.com/deepspeedai/DeepSpeed/blob/abc/deepspeed/runtime/pipe/"
+     "module.py#L391", False),  # the line that raised, linked: no analysis of why
+    ("With a debugger and weakrefs I was able to trace it down to the mapping added on each parameter.", True),
+    ("It turns out that the output is fp16 while the labels stay fp32.", True),
+    ("The root cause is the integer division in the layer count.", True),
+    ("The extra scaling in the all-reduce should be removed.", True),
+    ("My script is at https://github.com/someone/my-trainer/blob/main/train.py#L40", False),  # the reporter's own code
+    ("The docs at https://github.com/deepspeedai/DeepSpeed/blob/master/docs/config.md say nothing about it.", False),
+    ("What is the root cause of this error?", False),  # asking for one
+    ("The problem is that GPU 1 uses more memory than the others.", False),  # a symptom, not a cause
+    ("Should the flag be removed from my config?", False),
+])
+def test_a_post_that_locates_its_own_cause_in_the_code_is_recognised(text: str, analysed: bool) -> None:
+    assert analyses_cause(text) is analysed

@@ -32,6 +32,7 @@ from bot.knowledge.facts import (
     MAX_ASKED,
     NEEDS_DETAILS_FACTS,
     NON_BUG_KINDS,
+    analyses_cause,
     asks_to_show,
     fact_present,
     framework_of,
@@ -95,10 +96,10 @@ def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy
     scope = Scope(own_repo=own_repo, own_number=own_number,
                   linked=linked_in(f"{issue.title}\n{issue.body}", own_repo) if issue else frozenset(),
                   opened=issue.created_at if issue else None)
-    diagnosis = None if result.needs_details else shown_diagnosis(result.diagnoses)
-    if diagnosis is not None and issue is not None and proposes_own_fix(f"{issue.title}\n{issue.body}"):
-        diagnosis = None  # the reporter has the fix in hand: a localisation step is what they already did
     question = result.label("kind") in NON_BUG_KINDS
+    diagnosis = None if result.needs_details else shown_diagnosis(result.diagnoses)
+    if diagnosis is not None and issue is not None and _own_analysis(f"{issue.title}\n{issue.body}", question):
+        diagnosis = None  # the reporter has the fix or the cause in hand: the step explains what they found
     precedents = select_precedents(result.related, result.neighbours, taxonomy, own_repo=own_repo,
                                    own_number=scope.own_number, related_floor=policy.related_floor,
                                    similarity_floor=policy.similarity_floor, symptom=_symptom_reading(result),
@@ -129,6 +130,12 @@ def plan_comment(result: TriageResult, taxonomy: Taxonomy, policy: CommentPolicy
                        rows=rows, asks=asks, ask_texts=[taxonomy.fact(f).ask_for(framework) for f in asks],
                        needs_details=result.needs_details, repo_labels=result.repo_labels,
                        asked_before=asked_before, show_labels=policy.comment_labels)
+
+
+def _own_analysis(text: str, question: bool) -> bool:
+    """The post brings its own fix, or (a failure, not a question about how the code works) its own reading of the
+    cause in the framework's code: a diagnosis's step would tell the reporter what they wrote."""
+    return proposes_own_fix(text) or (not question and analyses_cause(text))
 
 
 def told_in_step(ask: str, step: str) -> bool:

@@ -82,6 +82,25 @@ def proposes_own_fix(text: str) -> bool:
     return OWN_FIX.search(text or "") is not None
 
 
+# The reporter already analysed the cause in the framework's code: the fault traced down to a call, "it turns out",
+# the root cause named, a line that "should be removed". The failure is then one for a maintainer to read in that
+# code, and the knowledge base's step for the error explains what they found themselves (twelfth round,
+# docs/knowledge-base.md). A link to a source line alone is no analysis: reporters link the line that raised, and a
+# known fix of that line is still the answer (DeepSpeed#5078's empty pipeline stages).
+ANALYSED_CAUSE = re.compile(
+    r"\b(?:traced?|tracked|narrowed)\s+(?:it|this|the\s+(?:leak|bug|problem|issue|error|hang|crash))\s+(?:down\s+)?to\b|"
+    r"\bit\s+turns\s+out\b|"
+    r"\b(?:the\s+)?root\s+cause\s+(?:is|was|lies)\b|"
+    r"\bthe\s+(?:bug|problem|issue)\s+lies\s+in\b|"
+    r"\b(?:should|must|needs?\s+to)\s+be\s+(?:removed|deleted|changed\s+to|replaced\s+(?:by|with))\b", re.IGNORECASE)
+
+
+def analyses_cause(text: str) -> bool:
+    """Whether the post already locates the cause in the framework's code (the fault traced to a call, the cause named,
+    the line to change named)."""
+    return ANALYSED_CAUSE.search(text or "") is not None
+
+
 def needs_details(normalised: NormalisedIssue) -> bool:
     """An empty body, a bare title, or a template left unfilled: ask for the facts instead of guessing."""
     if normalised.signal or len(normalised.body) >= MIN_CHARS:  # an error line or a pasted log is something

@@ -177,8 +177,10 @@ def _from_neighbour(n: Neighbour, taxonomy: Taxonomy, own_repo: str | None, *, c
         failure = f"a {taxonomy.words('kind', kind)}"  # a similar question or request: say which
     resolved = fix not in UNRESOLVED_FIXES and taxonomy.is_established("fix_pattern", str(fix))
     if n.is_pull_request:
-        if not n.signature:  # the pack keeps when it was opened, not when it merged: it may fix it only later, and
-            return None      # by similarity alone it was another mechanism (the twelfth round's reading, #4141)
+        # The pack knows when a pull request was opened, not when it merged (it may fix the failure only later), and
+        # by similarity alone one was another mechanism (docs/knowledge-base.md, twelfth round): the same error only.
+        if not n.signature:
+            return None
         how = f"pull request fixing {failure}" if failure else "fix pull request"
     elif resolved and fix:
         how = "; ".join(p for p in (failure, f"resolved by {taxonomy.words('fix_pattern', fix)}") if p)

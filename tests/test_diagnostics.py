@@ -168,6 +168,36 @@ def test_an_entry_is_silent_on_an_issue_opened_before_its_step_existed(tmp_path:
         load_diagnostics_file(path)
 
 
+def test_a_framework_s_issue_gets_that_framework_s_text_and_others_the_general_one(tmp_path: Path) -> None:
+    entry = {**ENTRY, "reading": "General reading.", "next_step": "General step.", "done_when": ["did the step"],
+             "follow_up": "General follow-up.",
+             "by_framework": {"DeepSpeed": {"next_step": "DeepSpeed step.", "follow_up": "DeepSpeed follow-up."},
+                              "Megatron-LM": {"reading": "Megatron-LM reading."}}}
+    path = tmp_path / "diagnostics.yaml"
+    path.write_text(yaml.safe_dump({"version": "t", "taxonomy": "ddl-v1", "entries": [entry]}), encoding="utf-8")
+    base = load_diagnostics_file(path)
+
+    def shown(framework: str | None, body: str = "made-up failure") -> tuple[str, str, str | None]:
+        [found] = diagnose("", body, framework=framework, kind="bug_report", base=base)
+        return found.reading, found.next_step, found.follow_up
+
+    assert shown("DeepSpeed") == ("General reading.", "DeepSpeed step.", "DeepSpeed follow-up.")
+    assert shown("Megatron-LM") == ("Megatron-LM reading.", "General step.", "General follow-up.")
+    assert shown("Colossal-AI") == shown(None) == ("General reading.", "General step.", "General follow-up.")
+
+
+def test_a_shipped_text_for_one_framework_names_no_other_framework() -> None:
+    names = {"DeepSpeed": r"DeepSpeed|deepspeed\.", "Megatron-LM": r"Megatron|--recompute-",
+             "Colossal-AI": r"Colossal-AI|booster\.|LazyInitContext"}
+    overridden = [e for e in load_diagnostics().entries if e.by_framework]
+    assert len(overridden) >= 5
+    for entry in overridden:
+        for framework, own in entry.by_framework.items():
+            for text in filter(None, (own.reading, own.next_step, own.follow_up)):
+                others = [f for f, name in names.items() if f != framework and re.search(name, text)]
+                assert not others, f"{entry.id}: the {framework} text names {others}: {text}"
+
+
 def test_the_shipped_entries_with_a_since_date_are_dated_from_a_release() -> None:
     dated = [e for e in load_diagnostics().entries if e.since is not None]
     assert dated, "no entry carries `since`"
@@ -286,6 +316,11 @@ ENTRY = {"id": "made_up", "title": "Made up", "patterns": ["made-up failure"], "
     ({"supersedes": ["no_such_entry"]}, "supersedes", "'no_such_entry' is not another entry"),
     ({"reading": "two\nlines"}, "reading", "must be one line"),
     ({"patterns": []}, "made_up", "needs `patterns` or `title_patterns`"),
+    ({"by_framework": {"TensorFlowLite": {"next_step": "x"}}}, "by_framework", "not among the frameworks"),
+    ({"frameworks": ["DeepSpeed"], "by_framework": {"Megatron-LM": {"next_step": "x"}}}, "by_framework",
+     "['Megatron-LM'] never read"),
+    ({"by_framework": {"DeepSpeed": {}}}, "by_framework", "needs `reading`, `next_step` or `follow_up`"),
+    ({"by_framework": {"DeepSpeed": {"follow_up": "x"}}}, "by_framework", "a `follow_up` needs `done_when`"),
 ])
 def test_a_broken_entry_is_refused_naming_the_file_the_entry_and_the_field(
         tmp_path: Path, change: dict[str, Any], field: str, says: str) -> None:

@@ -44,6 +44,35 @@ def _taxonomy(info: ValidationInfo) -> Taxonomy:
     return (info.context or {})["taxonomy"]
 
 
+def _one_line_text(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if "\n" in value.strip():
+        raise ValueError("must be one line")
+    return value.strip()
+
+
+class FrameworkText(BaseModel):
+    """An entry's reading or next step as one framework's maintainers would write it: its own flags and APIs only."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reading: str | None = Field(default=None, min_length=1)
+    next_step: str | None = Field(default=None, min_length=1)
+    follow_up: str | None = Field(default=None, min_length=1)
+
+    @field_validator("reading", "next_step", "follow_up")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        return _one_line_text(value)
+
+    @model_validator(mode="after")
+    def _says_something(self) -> FrameworkText:
+        if self.reading is None and self.next_step is None and self.follow_up is None:
+            raise ValueError("needs `reading`, `next_step` or `follow_up`")
+        return self
+
+
 class Entry(BaseModel):
     """One recognisable failure: how to detect it and what to do next."""
 
@@ -85,6 +114,9 @@ class Entry(BaseModel):
     # could not have had (`safe_set_full_fp32_param` on a report of 2023-07, "upgrade to 0.14.5" two months before
     # 0.14.5). An issue of unknown date is read as opened now.
     since: date | None = None
+    # Optional, per framework: the reading and/or next step shown on that framework's issues instead of the general
+    # ones, so that a DeepSpeed issue is not told Megatron-LM's flags (a step that exists in several frameworks).
+    by_framework: dict[str, FrameworkText] = Field(default_factory=dict)
 
     _compiled: dict[str, tuple[LinePattern, ...]] = PrivateAttr(default_factory=dict)
 
@@ -98,15 +130,18 @@ class Entry(BaseModel):
     @field_validator("reading", "next_step", "follow_up")
     @classmethod
     def _one_line(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if "\n" in value.strip():
-            raise ValueError("must be one line")
-        return value.strip()
+        return _one_line_text(value)
 
     @field_validator("frameworks")
     @classmethod
     def _known_frameworks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if unknown := [f for f in value if f not in KNOWN_FRAMEWORKS]:
+            raise ValueError(f"{unknown} not among the frameworks the normaliser names: {sorted(KNOWN_FRAMEWORKS)}")
+        return value
+
+    @field_validator("by_framework")
+    @classmethod
+    def _known_framework_keys(cls, value: dict[str, FrameworkText]) -> dict[str, FrameworkText]:
         if unknown := [f for f in value if f not in KNOWN_FRAMEWORKS]:
             raise ValueError(f"{unknown} not among the frameworks the normaliser names: {sorted(KNOWN_FRAMEWORKS)}")
         return value
@@ -138,6 +173,10 @@ class Entry(BaseModel):
                              "question how to do it too")
         if self.follow_up and not self.done_when:
             raise ValueError("`follow_up` needs `done_when`: the lines that show the next step already done")
+        if self.frameworks and (never := sorted(set(self.by_framework) - set(self.frameworks))):
+            raise ValueError(f"by_framework: {never} never read: the entry is limited to {list(self.frameworks)}")
+        if any(own.follow_up for own in self.by_framework.values()) and not self.done_when:
+            raise ValueError("by_framework: a `follow_up` needs `done_when`: the lines that show the next step done")
         for name in ("patterns", "title_patterns", "requires", "unless", "unless_anywhere", "done_when"):
             self._compiled[name] = tuple(compile_pattern(p) for p in getattr(self, name))
         return self
@@ -169,11 +208,14 @@ class Entry(BaseModel):
         """Whether the post shows this entry's next step already done (a line matching `done_when`)."""
         return any(index.matching_lines(p) for p in self._compiled["done_when"])
 
-    def diagnosis(self, matched: str, done: bool = False, title: str = "") -> Diagnosis:
-        return Diagnosis(id=self.id, title=self.title, reading=self.reading, next_step=self.next_step,
+    def diagnosis(self, matched: str, done: bool = False, title: str = "", framework: str | None = None) -> Diagnosis:
+        own = self.by_framework.get(framework or "")
+        return Diagnosis(id=self.id, title=self.title, reading=(own and own.reading) or self.reading,
+                         next_step=(own and own.next_step) or self.next_step,
                          symptoms=list(self.symptoms), stage=self.stage, root_cause=self.root_cause,
                          fix_pattern=self.fix_pattern, ask=self.ask, matched=matched[:MAX_MATCHED_CHARS],
-                         done=done, follow_up=self.follow_up, playbook=self.is_playbook(matched, title),
+                         done=done, follow_up=(own and own.follow_up) or self.follow_up,
+                         playbook=self.is_playbook(matched, title),
                          localises=self.localises)
 
     def is_playbook(self, matched: str, title: str) -> bool:
@@ -293,5 +335,5 @@ def diagnose(title: str, body: str, *, framework: str | None, kind: str | None,
     if any(not entry.fallback and entry.id not in superseded for entry, _, _ in hits):
         superseded |= {entry.id for entry, _, _ in hits if entry.fallback}
     title_line = LOG_PREFIX.sub("", (title or "")[:MAX_LINE_CHARS]).strip()
-    return [entry.diagnosis(line, done, title_line) for entry, line, done in hits
+    return [entry.diagnosis(line, done, title_line, framework) for entry, line, done in hits
             if entry.id not in superseded][:MAX_DIAGNOSES]

@@ -161,6 +161,11 @@ DONE: dict[str, tuple[tuple[str, str], tuple[str, str], str | None]] = {
          "under deepspeed.zero.GatheredParameters(params, modifier_rank=0), yet rank 1 sees zeros."),
         ("How to load pretrained weights into a model built in zero.Init", "load_state_dict fails with size "
          "mismatch."), "DeepSpeed"),
+    "megatron_dataset_index_not_shared": (
+        ("Dataset indices are not built on the other nodes", "Each node has its own local disk, no NFS, so rank 8 "
+         "fails with FileNotFoundError: [Errno 2] No such file or directory: '/data/c_text_document_doc_idx.npy'"),
+        ("Dataset indices are not built on the other nodes", "Rank 8 fails with FileNotFoundError: [Errno 2] No "
+         "such file or directory: '/data/c_text_document_doc_idx.npy'"), "Megatron-LM"),
     "pipeline_first_stage_more_memory": (
         ("Unbalanced memory across pipeline stages", "PP=4 with --recompute-granularity full --recompute-method "
          "uniform: the first stage uses 70 GB and the last 30 GB; memory is unbalanced."),

@@ -198,6 +198,10 @@ ANSWER_IN_USE = {
         "How to run inference on 4 GPUs",
         "engine = deepspeed.init_inference(model, tensor_parallel={\"tp_size\": 4}, dtype=torch.half) runs; how do I "
         "stream the tokens?", "DeepSpeed"),
+    "deepspeed_memory_above_expected": (
+        "ZeRO-3 uses more GPU memory than expected",
+        "estimate_zero3_model_states_mem_needs_all_live says 9 GB per GPU, but after deepspeed.initialize each GPU "
+        "already holds 14.6 GB.", "DeepSpeed"),
     "deepspeed_memory_estimate_howto": (
         "How much GPU memory do I need to train with ZeRO-3?",
         "estimate_zero3_model_states_mem_needs_all_live prints 18GB per GPU for our model; how do I add the "

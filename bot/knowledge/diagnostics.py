@@ -114,8 +114,8 @@ class Entry(BaseModel):
     # could not have had (`safe_set_full_fp32_param` on a report of 2023-07, "upgrade to 0.14.5" two months before
     # 0.14.5). An issue of unknown date is read as opened now.
     since: date | None = None
-    # Optional, per framework: the reading and/or next step shown on that framework's issues instead of the general
-    # ones, so that a DeepSpeed issue is not told Megatron-LM's flags (a step that exists in several frameworks).
+    # Optional, per framework: the reading, next step or follow-up shown on that framework's issues instead of the
+    # general ones, so that a DeepSpeed issue is not told Megatron-LM's flags (a step found in several frameworks).
     by_framework: dict[str, FrameworkText] = Field(default_factory=dict)
 
     _compiled: dict[str, tuple[LinePattern, ...]] = PrivateAttr(default_factory=dict)

@@ -5,6 +5,7 @@ bot/knowledge/diagnostics.py loads the file and reads a post with every entry.""
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
@@ -109,16 +110,10 @@ class Entry(BaseModel):
     def _one_line(cls, value: str | None) -> str | None:
         return _one_line_text(value)
 
-    @field_validator("frameworks")
+    @field_validator("frameworks", "by_framework")
     @classmethod
-    def _known_frameworks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if unknown := [f for f in value if f not in KNOWN_FRAMEWORKS]:
-            raise ValueError(f"{unknown} not among the frameworks the normaliser names: {sorted(KNOWN_FRAMEWORKS)}")
-        return value
-
-    @field_validator("by_framework")
-    @classmethod
-    def _known_framework_keys(cls, value: dict[str, FrameworkText]) -> dict[str, FrameworkText]:
+    def _known_frameworks(cls, value: Any) -> Any:
+        # a tuple of names, or a mapping keyed by them: iterating either gives the names
         if unknown := [f for f in value if f not in KNOWN_FRAMEWORKS]:
             raise ValueError(f"{unknown} not among the frameworks the normaliser names: {sorted(KNOWN_FRAMEWORKS)}")
         return value

@@ -133,5 +133,5 @@ def diagnose(title: str, body: str, *, framework: str | None, kind: str | None,
     if any(not entry.fallback and entry.id not in superseded for entry, _, _ in hits):
         superseded |= {entry.id for entry, _, _ in hits if entry.fallback}
     title_line = LOG_PREFIX.sub("", (title or "")[:MAX_LINE_CHARS]).strip()
-    return [entry.diagnosis(line, done, title_line, framework) for entry, line, done in hits
+    return [entry.diagnosis(line, done, title_line, framework, opened) for entry, line, done in hits
             if entry.id not in superseded][:MAX_DIAGNOSES]

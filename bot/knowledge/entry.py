@@ -1,5 +1,6 @@
 """One entry of the diagnostic knowledge base (taxonomy/diagnostics.yaml): its fields, their validation against the
-taxonomy, how it matches a post, and the `Diagnosis` it gives, in the issue's framework's own words (`by_framework`).
+taxonomy, how it matches a post, and the `Diagnosis` it gives, in the issue's framework's own words (`by_framework`, and
+the clauses of bot/knowledge/clauses.py that hold for one framework or from one day).
 bot/knowledge/diagnostics.py loads the file and reads a post with every entry."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from bot.core.domain import Diagnosis
+from bot.knowledge import clauses
 from bot.knowledge.taxonomy import Taxonomy
 from bot.reading.normalise import FRAMEWORKS, REPO_FRAMEWORKS
 from bot.reading.textmatch import LineIndex, LinePattern, compile_pattern
@@ -149,6 +151,12 @@ class Entry(BaseModel):
             raise ValueError(f"by_framework: {never} never read: the entry is limited to {list(self.frameworks)}")
         if any(own.follow_up for own in self.by_framework.values()) and not self.done_when:
             raise ValueError("by_framework: a `follow_up` needs `done_when`: the lines that show the next step done")
+        for name in ("reading", "next_step", "follow_up"):
+            if text := getattr(self, name):
+                _clauses_of(name, text, self.frameworks or KNOWN_FRAMEWORKS)
+            for framework, own in self.by_framework.items():
+                if text := getattr(own, name):
+                    _clauses_of(f"by_framework.{framework}.{name}", text, {framework})
         for name in ("patterns", "title_patterns", "requires", "unless", "unless_anywhere", "done_when"):
             self._compiled[name] = tuple(compile_pattern(p) for p in getattr(self, name))
         return self
@@ -172,21 +180,26 @@ class Entry(BaseModel):
 
     def holds_on(self, opened: datetime | date | None) -> bool:
         """Whether the next step existed when the issue was opened (always, for an undated issue or entry)."""
-        if self.since is None or opened is None:
-            return True
-        return (opened.date() if isinstance(opened, datetime) else opened) >= self.since
+        day = _day(opened)
+        return self.since is None or day is None or day >= self.since
 
     def shows_done(self, index: LineIndex) -> bool:
         """Whether the post shows this entry's next step already done (a line matching `done_when`)."""
         return any(index.matching_lines(p) for p in self._compiled["done_when"])
 
-    def diagnosis(self, matched: str, done: bool = False, title: str = "", framework: str | None = None) -> Diagnosis:
+    def diagnosis(self, matched: str, done: bool = False, title: str = "", framework: str | None = None,
+                  opened: datetime | date | None = None) -> Diagnosis:
+        """The diagnosis an issue of `framework` opened on `opened` gets: that framework's own text where the entry
+        has one, and of each text the clauses that hold for that framework and day."""
         own = self.by_framework.get(framework or "")
-        return Diagnosis(id=self.id, title=self.title, reading=(own and own.reading) or self.reading,
-                         next_step=(own and own.next_step) or self.next_step,
+        day = _day(opened)
+        follow_up = (own and own.follow_up) or self.follow_up
+        return Diagnosis(id=self.id, title=self.title,
+                         reading=clauses.render((own and own.reading) or self.reading, framework, day),
+                         next_step=clauses.render((own and own.next_step) or self.next_step, framework, day),
                          symptoms=list(self.symptoms), stage=self.stage, root_cause=self.root_cause,
                          fix_pattern=self.fix_pattern, ask=self.ask, matched=matched[:MAX_MATCHED_CHARS],
-                         done=done, follow_up=(own and own.follow_up) or self.follow_up,
+                         done=done, follow_up=follow_up and clauses.render(follow_up, framework, day),
                          playbook=self.is_playbook(matched, title),
                          localises=self.localises)
 
@@ -195,6 +208,17 @@ class Entry(BaseModel):
         answer to a question is never one: the title is the question, and the step is the documented answer."""
         return (not self.requires and not self.questions and matched == title
                 and self._first(self._compiled["title_patterns"], [title]) is not None)
+
+
+def _day(opened: datetime | date | None) -> date | None:
+    return opened.date() if isinstance(opened, datetime) else opened
+
+
+def _clauses_of(field: str, text: str, frameworks: Any) -> None:
+    try:
+        clauses.check(text, frameworks)
+    except ValueError as error:
+        raise ValueError(f"{field}: {error}") from None
 
 
 def _in_axis(taxonomy: Taxonomy, axis: str, value: str) -> str:

@@ -1,0 +1,91 @@
+"""Clauses of a knowledge-base text that hold only for some frameworks or only from (or before) a day.
+
+    <only DeepSpeed>...</only>            shown on DeepSpeed's issues only (`<only DeepSpeed, Colossal-AI>`: either)
+    <from 2023-03-03>...</from>           shown on issues opened that day or later (and on undated ones)
+    <before 2023-03-03>...</before>       shown on issues opened before that day
+
+One text then speaks each framework's own API, and names a release only once it has shipped, without a copy of the
+whole text per framework or per date. The text without its `only` clauses is the general one, which an issue of
+another or an unknown framework reads; each clause adds one framework's own flags to it. Clauses do not nest."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator
+from datetime import date, timedelta
+
+CLAUSE = re.compile(r"<(only|from|before) ([^<>]+)>(.*?)</\1>")
+TAG = re.compile(r"</?(?:only|from|before)\b[^<>]*>")
+_GAP = "\x00"  # where a clause that does not hold was: the space around it is closed, the rest of the text kept
+_EMPTY_PARENTHESES = re.compile(r" ?\( *\x00+ *\)")
+_BEFORE_PUNCTUATION = re.compile(r" *\x00+ *(?=[,;.:)]|$)")
+_AFTER_OPENING = re.compile(r"(?:(?<=\()|^) *\x00+ *")
+_BETWEEN_SPACES = re.compile(r" +\x00+ +")
+
+
+def _names(argument: str) -> list[str]:
+    return [name.strip() for name in argument.split(",")]
+
+
+def _day(argument: str) -> date:
+    try:
+        return date.fromisoformat(argument.strip())
+    except ValueError:
+        raise ValueError(f"<{argument}>: a clause's day is YYYY-MM-DD") from None
+
+
+def check(text: str, frameworks: Collection[str]) -> str:
+    """`text` unchanged when its clauses are well formed and name only `frameworks`; else ValueError saying what."""
+    for kind, argument, body in CLAUSE.findall(text):
+        if TAG.search(body):
+            raise ValueError(f"<{kind} {argument}>: clauses do not nest")
+        if not body.strip():
+            raise ValueError(f"<{kind} {argument}>: an empty clause")
+        if kind == "only" and (unknown := [name for name in _names(argument) if name not in frameworks]):
+            raise ValueError(f"<only {argument}>: {unknown} not among the frameworks {sorted(frameworks)}")
+        if kind != "only":
+            _day(argument)
+    if stray := TAG.search(CLAUSE.sub("", text)):
+        raise ValueError(f"{stray.group(0)!r}: a clause tag without its pair (`<only X>...</only>`, "
+                         "`<from DAY>...</from>`, `<before DAY>...</before>`)")
+    for framework, opened in occasions(text, frameworks):
+        if not render(text, framework, opened):
+            raise ValueError(f"says nothing for framework {framework} on {opened}: every part of it is a clause that "
+                             "does not hold then")
+    return text
+
+
+def occasions(text: str, frameworks: Collection[str]) -> Iterator[tuple[str | None, date | None]]:
+    """Every framework and day that reads `text` differently: each framework (and an unknown one), undated and on
+    either side of each day a clause names."""
+    days: list[date | None] = [None]
+    for kind, argument, _ in CLAUSE.findall(text):
+        if kind != "only":
+            day = _day(argument)
+            days += [day - timedelta(days=1), day]
+    for framework in [None, *sorted(frameworks)]:
+        for opened in days:
+            yield framework, opened
+
+
+def render(text: str, framework: str | None, opened: date | None) -> str:
+    """`text` as an issue of `framework` opened on `opened` reads it: the clauses that hold kept (without their tags),
+    the others removed with the space they leave."""
+    if "</" not in text:
+        return text
+
+    def holds(match: re.Match[str]) -> str:
+        kind, argument, body = match.groups()
+        if kind == "only":
+            held = framework is not None and framework in _names(argument)
+        elif kind == "from":
+            held = opened is None or opened >= _day(argument)
+        else:
+            held = opened is not None and opened < _day(argument)
+        return body if held else _GAP
+
+    rendered = CLAUSE.sub(holds, text)
+    for gap, closed in ((_EMPTY_PARENTHESES, ""), (_BEFORE_PUNCTUATION, ""), (_AFTER_OPENING, ""),
+                        (_BETWEEN_SPACES, " ")):
+        rendered = gap.sub(closed, rendered)
+    return rendered.replace(_GAP, "").strip()

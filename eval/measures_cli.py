@@ -71,13 +71,19 @@ def diagnostics(
                                          "(windows that start mid-thread are left out).")] = False,
     wrong: Annotated[bool, typer.Option("--wrong", help="List, per entry, the records where its symptoms miss the "
                                         "gold symptom.")] = False,
+    knowledge_base: Annotated[Path | None, typer.Option(
+        "--knowledge-base", help="Measure this diagnostics file instead of the shipped one: an earlier version on data "
+        "it was not written from, e.g. `--knowledge-base <(git show e2a1e87:taxonomy/diagnostics.yaml) --dataset "
+        "ddl-dev-r4.jsonl --opened`.")] = None,
 ) -> None:
     """Per entry of taxonomy/diagnostics.yaml: how often it fires on the gold texts, and how often rightly."""
+    from bot.knowledge.diagnostics import load_diagnostics_file
     from eval.diagnostics import GOLD_TEXT_FILES, format_summary, format_table, gold_cases, measure_diagnostics
 
     _, data_dir = gold_settings()
+    base = load_diagnostics_file(knowledge_base) if knowledge_base else None
     files, cases = gold_cases(data_dir, tuple(dataset or GOLD_TEXT_FILES))
-    report = measure_diagnostics(files, cases, opened=opened)
+    report = measure_diagnostics(files, cases, base, opened=opened)
     print(format_table(report) + "\n")
     print(format_summary(report))
     if wrong:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bot.knowledge.diagnostics import load_diagnostics
 from eval.diagnostics import MIN_N, MIN_PRECISION, DiagnosticsReport, gold_cases, measure_diagnostics
@@ -84,3 +85,22 @@ def test_the_eval_command_reads_the_opening_posts_with_opened(gold_dir: Path, tm
                     extra_env={"DDL_TRIAGE_DATA_DIR": str(gold_dir)})
     assert done.returncode == 0, done.stderr
     assert "fired on the opening posts of" in done.stdout and "| entry | frameworks | n | precision |" in done.stdout
+
+
+def test_the_eval_command_measures_another_knowledge_base_and_names_a_broken_one(gold_dir: Path,
+                                                                                 tmp_path: Path) -> None:
+    one = {"version": "one-entry", "taxonomy": "ddl-v1", "entries": [
+        {"id": "made_up_oom", "title": "A made-up OOM reading", "patterns": ["CUDA out of memory"],
+         "symptoms": ["out_of_memory"], "reading": "It ran out.", "next_step": "Use less."}]}
+    path = tmp_path / "one.yaml"
+    path.write_text(yaml.safe_dump(one), encoding="utf-8")
+    env = {"DDL_TRIAGE_DATA_DIR": str(gold_dir)}
+    done = run_eval("diagnostics", "--opened", "--dataset", "ddl-dev.jsonl", "--knowledge-base", str(path),
+                    state=tmp_path, extra_env=env)
+    assert done.returncode == 0, done.stderr
+    assert "one-entry: 1 entries" in done.stdout and "| `made_up_oom` | any |" in done.stdout
+    assert "deepspeed_batch_size_assertion" not in done.stdout
+
+    path.write_text("version: broken\nentries: [", encoding="utf-8")
+    broken = run_eval("diagnostics", "--knowledge-base", str(path), state=tmp_path, extra_env=env)
+    assert broken.returncode != 0 and str(path) in broken.stderr

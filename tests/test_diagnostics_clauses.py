@@ -42,6 +42,9 @@ def test_the_space_a_removed_clause_leaves_is_closed() -> None:
     assert clauses.render(text, "DeepSpeed", None) == (
         "Install pdsh (or pick `--launcher openmpi`), then `pip install .` ( x ) and y and retry.")
     assert clauses.render("<before 2024-01-01>Pin it;</before> upgrade.", "DeepSpeed", None) == "upgrade."
+    adjacent = "a <only DeepSpeed>b</only> <only Megatron-LM>c</only> d"
+    assert clauses.render(adjacent, "Colossal-AI", None) == "a d"
+    assert clauses.render(adjacent, "Megatron-LM", None) == "a c d"
     unchanged = "No clause here:  two spaces stay ."
     assert clauses.render(unchanged, "DeepSpeed", None) == unchanged
 
@@ -55,6 +58,10 @@ def test_the_space_a_removed_clause_leaves_is_closed() -> None:
     ("a <only DeepSpeed> </only>", "an empty clause"),
     ("<before 2023-01-01>only before</before>", "says nothing for framework None on None"),
     ("<only DeepSpeed>DeepSpeed only</only>", "says nothing for framework None"),
+    ("run (<only DeepSpeed>x</only>, y)", r"for framework None on None it reads 'run \(, y\)': a removed clause"),
+    ("a,<only DeepSpeed> b</only>, c", "leaves stray spaces or punctuation"),
+    ("a <from 20240105>b</from>", "a clause's day is YYYY-MM-DD"),
+    ("a\x00b", "a NUL character"),
 ])
 def test_a_broken_clause_says_what_is_wrong(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -71,6 +78,14 @@ def _base(tmp_path: Path, **fields: object) -> Path:
     path.write_text(yaml.safe_dump({"version": "t", "taxonomy": "ddl-v1", "entries": [{**ENTRY, **fields}]}),
                     encoding="utf-8")
     return path
+
+
+def test_a_framework_s_own_text_may_hold_clauses_for_that_framework_alone(tmp_path: Path) -> None:
+    own = {"DeepSpeed": {"next_step": "<only DeepSpeed>Own step</only><from 2024-01-01> (from 1.0)</from>."}}
+    base = load_diagnostics_file(_base(tmp_path, by_framework=own))
+    [found] = diagnose("", "made-up failure", framework="DeepSpeed", kind="bug_report", base=base,
+                       opened=date(2023, 12, 31))
+    assert found.next_step == "Own step."
 
 
 def test_a_diagnosis_reads_its_clauses_for_the_issue_s_framework_and_opening_day(tmp_path: Path) -> None:
@@ -90,6 +105,8 @@ def test_a_diagnosis_reads_its_clauses_for_the_issue_s_framework_and_opening_day
     ({"by_framework": {"Megatron-LM": {"next_step": "x<only DeepSpeed> y</only>."}}},
      r"by_framework\.Megatron-LM\.next_step", "not among the frameworks"),
     ({"done_when": ["did it"], "follow_up": "x <from 2024-13-01>y</from>"}, "follow_up", "YYYY-MM-DD"),
+    ({"next_step": "Step<only DeepSpeed> with `engine`</only>.", "by_framework": {"DeepSpeed": {"next_step": "Own."}}},
+     "next_step", r"an `<only DeepSpeed>` clause is never read: `by_framework.DeepSpeed.next_step` replaces"),
 ])
 def test_a_broken_clause_in_the_file_names_the_entry_and_the_field(
         tmp_path: Path, fields: dict[str, object], where: str, message: str) -> None:
@@ -102,11 +119,12 @@ def test_a_broken_clause_in_the_file_names_the_entry_and_the_field(
 API = {
     "DeepSpeed": r"deepspeed\.[a-z_]|\bds_config\b|ds_report|zero_optimization|\"offload_optimizer\"|~/\.deepspeed_env"
                  r"|get_accelerator|`deepspeed[ `]|DS_BUILD_|\"(?:bf16|fp16)\": \{|stage3_"
-                 r"|train_micro_batch_size_per_gpu|--deepspeed\b|engine\.backward",
+                 r"|train_micro_batch_size_per_gpu|--deepspeed\b|engine\.backward|wall_clock_breakdown"
+                 r"|zero_allow_untested_optimizer",
     "Megatron-LM": r"--tensor-model-parallel|--pipeline-model-parallel|--use-flash-attn|--recompute-|--fp8-format"
                    r"|--attention-backend|--sequence-parallel|megatron/|pretrain_gpt|--micro-batch-size"
                    r"|--global-batch-size|--transformer-impl|\bmpu\.|--use-mcore|megatron\.core|--seq-length"
-                   r"|--tokenizer-type|fused_kernels",
+                   r"|--tokenizer-type|fused_kernels|--timing-log-level|--hidden-dropout|--attention-dropout",
     "Colossal-AI": r"[Bb]ooster|\w+Plugin\b|colossalai\.|colossalai run|LazyInitContext|ColoTensor|CUDA_EXT"
                    r"|colossalai/",
 }
@@ -124,8 +142,11 @@ def test_no_shipped_text_shows_an_issue_another_framework_s_api() -> None:
     wrong = []
     for entry in (e for e in entries if e.id not in ONE_FRAMEWORK_S_TOOL):
         own_words = " ".join((*entry.patterns, *entry.title_patterns, *entry.requires))
-        for framework in sorted(set(entry.frameworks or FRAMEWORKS) & FRAMEWORKS):
-            own = entry.by_framework.get(framework)
+        # Each framework the entry speaks to, and for an entry of any framework the general text alone (an issue of
+        # another or an unknown framework), which names no framework's API.
+        speaks_to: list[str | None] = [*sorted(set(entry.frameworks or FRAMEWORKS) & FRAMEWORKS)]
+        for framework in speaks_to + ([] if entry.frameworks else [None]):
+            own = entry.by_framework.get(framework or "")
             for name in ("reading", "next_step", "follow_up"):
                 text = (own and getattr(own, name)) or getattr(entry, name)
                 if not text:
@@ -139,16 +160,29 @@ def test_no_shipped_text_shows_an_issue_another_framework_s_api() -> None:
     assert any("<only " in (e.next_step + e.reading) for e in entries), "no shipped entry uses a framework clause"
 
 
+# "Upgrade to 0.8.1", "update Megatron-LM to core_v0.8.0", "upgrade Accelerate to 1.9.0", "upgrade flash-attn (2.5.5".
+UPGRADE = re.compile(r"\b[Uu]p(?:grade|date)\b[^.;:()]{0,40}?\bto "
+                     r"(?:(?:DeepSpeed|Megatron-LM|Colossal-AI|PyTorch|torch) )?(?:core_)?v?\d+\.\d+"
+                     r"|\b[Uu]p(?:grade|date) [\w-]+ \(\d+\.\d+")
+
+
+@pytest.mark.parametrize("text", ["Upgrade to DeepSpeed 0.4.0 or later", "update Megatron-LM to core_v0.8.0",
+                                  "upgrade Accelerate to 1.9.0 or later", "or upgrade flash-attn (2.5.5 and later"])
+def test_the_release_pattern_sees_each_way_of_naming_an_upgrade(text: str) -> None:
+    assert UPGRADE.search(text)
+    assert not UPGRADE.search("update the config to set `stage` 3")
+
+
 def test_no_shipped_text_names_a_release_before_the_issue_could_have_it() -> None:
-    """A text that says "Upgrade to X" holds it in a `<from DAY>` clause (or the entry is dated `since`), so an issue
-    opened before X shipped is not told to install it."""
-    upgrade = re.compile(r"\b(?:[Uu]pgrade|[Uu]pdate) (?:to |DeepSpeed to |Megatron-LM to |Colossal-AI to )"
-                         r"(?:DeepSpeed |Megatron-LM |Colossal-AI |PyTorch |torch )?(?:core_)?v?\d")
+    """A text that says "upgrade to X" holds it in a `<from DAY>` clause (or the entry is dated `since`, the failure
+    itself not older than X), so an issue opened before X shipped is not told to install it."""
     wrong = []
     for entry in load_diagnostics().entries:
-        for name in ("reading", "next_step", "follow_up"):
-            text = getattr(entry, name) or ""
-            outside = clauses.CLAUSE.sub(lambda m: "" if m.group(1) == "from" else m.group(0), text)
-            if entry.since is None and upgrade.search(outside):
-                wrong.append(f"{entry.id}.{name}: {upgrade.search(outside).group(0)!r}")  # type: ignore[union-attr]
+        texts = [(name, getattr(entry, name)) for name in ("reading", "next_step", "follow_up")]
+        texts += [(f"by_framework.{f}.{name}", getattr(own, name)) for f, own in entry.by_framework.items()
+                  for name in ("reading", "next_step", "follow_up")]
+        for name, text in texts:
+            outside = clauses.CLAUSE.sub(lambda m: "" if m.group(1) == "from" else m.group(0), text or "")
+            if entry.since is None and (found := UPGRADE.search(outside)):
+                wrong.append(f"{entry.id}.{name}: {found.group(0)!r}")
     assert not wrong, "\n".join(wrong)

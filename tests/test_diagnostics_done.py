@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from bot.core.errors import ConfigError
+from bot.knowledge import clauses
 from bot.knowledge.diagnostics import diagnose, load_diagnostics, load_diagnostics_file
 
 # entry: (a post that shows the step done, a near miss that does not, the framework); the done post gets the
@@ -180,9 +181,12 @@ def test_a_post_that_did_the_step_gets_the_follow_up_and_one_that_did_not_the_st
     entry = load_diagnostics().entry(entry_id)
     own = entry.by_framework.get(framework or "")
     shown = {d.id: d for d in diagnose(title, body, framework=framework, kind="bug_report")}
-    assert shown[entry_id].done and shown[entry_id].follow_up == ((own and own.follow_up) or entry.follow_up)
+    raw = (own and own.follow_up) or entry.follow_up
+    follow_up = raw and clauses.render(raw, framework, None)
+    assert shown[entry_id].done and shown[entry_id].follow_up == follow_up
     near = {d.id: d for d in diagnose(near_title, near_body, framework=framework, kind="bug_report")}
-    assert not near[entry_id].done and near[entry_id].next_step == ((own and own.next_step) or entry.next_step)
+    next_step = clauses.render((own and own.next_step) or entry.next_step, framework, None)
+    assert not near[entry_id].done and near[entry_id].next_step == next_step
 
 
 # entry: a question that already uses the documented answer (marked done, no follow-up: the comment stays silent)

@@ -6,7 +6,8 @@
 
 One text then speaks each framework's own API, and names a release only once it has shipped, without a copy of the
 whole text per framework or per date. The text without its `only` clauses is the general one, which an issue of
-another or an unknown framework reads; each clause adds one framework's own flags to it. Clauses do not nest."""
+another or an unknown framework reads; each clause adds one framework's own flags to it. Clauses do not nest, and
+their tags are read inside code spans too (no text needs one literally)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ import re
 from collections.abc import Collection, Iterator
 from datetime import date, timedelta
 
-CLAUSE = re.compile(r"<(only|from|before) ([^<>]+)>(.*?)</\1>")
+CLAUSE = re.compile(r"<(only|from|before) ([^<>]+)>(.*?)</\1>", re.DOTALL)
 TAG = re.compile(r"</?(?:only|from|before)\b[^<>]*>")
 _GAP = "\x00"  # where a clause that does not hold was: the space around it is closed, the rest of the text kept
+_ADJACENT_GAPS = re.compile(r"\x00(?: *\x00)+")
 _EMPTY_PARENTHESES = re.compile(r" ?\( *\x00+ *\)")
 _BEFORE_PUNCTUATION = re.compile(r" *\x00+ *(?=[,;.:)]|$)")
 _AFTER_OPENING = re.compile(r"(?:(?<=\()|^) *\x00+ *")
@@ -27,15 +29,26 @@ def _names(argument: str) -> list[str]:
     return [name.strip() for name in argument.split(",")]
 
 
+# What a removed clause must not leave behind: two spaces, a space before punctuation, doubled punctuation, "(," or
+# ",)", or punctuation opening the text. Counted against the text with every clause kept, which may hold them in code.
+_LEFT_BEHIND = re.compile(r"  | [,;.:)?!\]]|[,;:][,;.:]|\(,|,\)|^[,;.:]")
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
 def _day(argument: str) -> date:
     try:
-        return date.fromisoformat(argument.strip())
+        if _ISO_DAY.fullmatch(argument.strip()):
+            return date.fromisoformat(argument.strip())
     except ValueError:
-        raise ValueError(f"<{argument}>: a clause's day is YYYY-MM-DD") from None
+        pass
+    raise ValueError(f"<{argument}>: a clause's day is YYYY-MM-DD")
 
 
-def check(text: str, frameworks: Collection[str]) -> str:
-    """`text` unchanged when its clauses are well formed and name only `frameworks`; else ValueError saying what."""
+def check(text: str, frameworks: Collection[str], *, general: bool = True) -> str:
+    """`text` unchanged when its clauses are well formed and name only `frameworks`; else ValueError saying what.
+    `general`: the text is also read by issues of other or unknown frameworks (not one framework's own text)."""
+    if _GAP in text:
+        raise ValueError("a NUL character: remove it")
     for kind, argument, body in CLAUSE.findall(text):
         if TAG.search(body):
             raise ValueError(f"<{kind} {argument}>: clauses do not nest")
@@ -48,22 +61,33 @@ def check(text: str, frameworks: Collection[str]) -> str:
     if stray := TAG.search(CLAUSE.sub("", text)):
         raise ValueError(f"{stray.group(0)!r}: a clause tag without its pair (`<only X>...</only>`, "
                          "`<from DAY>...</from>`, `<before DAY>...</before>`)")
-    for framework, opened in occasions(text, frameworks):
-        if not render(text, framework, opened):
+    kept = len(_LEFT_BEHIND.findall(CLAUSE.sub(lambda match: match.group(3), text)))
+    for framework, opened in occasions(text, frameworks, general=general):
+        rendered = render(text, framework, opened)
+        if not rendered:
             raise ValueError(f"says nothing for framework {framework} on {opened}: every part of it is a clause that "
                              "does not hold then")
+        if len(_LEFT_BEHIND.findall(rendered)) > kept:
+            raise ValueError(f"for framework {framework} on {opened} it reads {rendered!r}: a removed clause leaves "
+                             "stray spaces or punctuation; move them inside the clause")
     return text
 
 
-def occasions(text: str, frameworks: Collection[str]) -> Iterator[tuple[str | None, date | None]]:
-    """Every framework and day that reads `text` differently: each framework (and an unknown one), undated and on
-    either side of each day a clause names."""
+def only_frameworks(text: str) -> set[str]:
+    """The frameworks that `only` clauses of `text` name."""
+    return {name for kind, argument, _ in CLAUSE.findall(text) if kind == "only" for name in _names(argument)}
+
+
+def occasions(text: str, frameworks: Collection[str], *,
+              general: bool = True) -> Iterator[tuple[str | None, date | None]]:
+    """Every framework and day that reads `text` differently: each framework (and, for a `general` text, an unknown
+    one), undated and on either side of each day a clause names."""
     days: list[date | None] = [None]
     for kind, argument, _ in CLAUSE.findall(text):
         if kind != "only":
             day = _day(argument)
             days += [day - timedelta(days=1), day]
-    for framework in [None, *sorted(frameworks)]:
+    for framework in [None, *sorted(frameworks)] if general else sorted(frameworks):
         for opened in days:
             yield framework, opened
 
@@ -84,7 +108,7 @@ def render(text: str, framework: str | None, opened: date | None) -> str:
             held = opened is not None and opened < _day(argument)
         return body if held else _GAP
 
-    rendered = CLAUSE.sub(holds, text)
+    rendered = _ADJACENT_GAPS.sub(_GAP, CLAUSE.sub(holds, text))
     for gap, closed in ((_EMPTY_PARENTHESES, ""), (_BEFORE_PUNCTUATION, ""), (_AFTER_OPENING, ""),
                         (_BETWEEN_SPACES, " ")):
         rendered = gap.sub(closed, rendered)

@@ -154,9 +154,13 @@ class Entry(BaseModel):
         for name in ("reading", "next_step", "follow_up"):
             if text := getattr(self, name):
                 _clauses_of(name, text, self.frameworks or KNOWN_FRAMEWORKS)
+                if dead := sorted(f for f, own in self.by_framework.items()
+                                  if getattr(own, name) and f in clauses.only_frameworks(text)):
+                    raise ValueError(f"{name}: an `<only {dead[0]}>` clause is never read: "
+                                     f"`by_framework.{dead[0]}.{name}` replaces the whole text on its issues")
             for framework, own in self.by_framework.items():
                 if text := getattr(own, name):
-                    _clauses_of(f"by_framework.{framework}.{name}", text, {framework})
+                    _clauses_of(f"by_framework.{framework}.{name}", text, {framework}, general=False)
         for name in ("patterns", "title_patterns", "requires", "unless", "unless_anywhere", "done_when"):
             self._compiled[name] = tuple(compile_pattern(p) for p in getattr(self, name))
         return self
@@ -214,9 +218,9 @@ def _day(opened: datetime | date | None) -> date | None:
     return opened.date() if isinstance(opened, datetime) else opened
 
 
-def _clauses_of(field: str, text: str, frameworks: Any) -> None:
+def _clauses_of(field: str, text: str, frameworks: Any, general: bool = True) -> None:
     try:
-        clauses.check(text, frameworks)
+        clauses.check(text, frameworks, general=general)
     except ValueError as error:
         raise ValueError(f"{field}: {error}") from None
 

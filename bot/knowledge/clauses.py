@@ -23,16 +23,14 @@ _EMPTY_PARENTHESES = re.compile(r" ?\( *\x00+ *\)")
 _BEFORE_PUNCTUATION = re.compile(r" *\x00+ *(?=[,;.:)]|$)")
 _AFTER_OPENING = re.compile(r"(?:(?<=\()|^) *\x00+ *")
 _BETWEEN_SPACES = re.compile(r" +\x00+ +")
-
-
-def _names(argument: str) -> list[str]:
-    return [name.strip() for name in argument.split(",")]
-
-
 # What a removed clause must not leave behind: two spaces, a space before punctuation, doubled punctuation, "(," or
 # ",)", or punctuation opening the text. Counted against the text with every clause kept, which may hold them in code.
 _LEFT_BEHIND = re.compile(r"  | [,;.:)?!\]]|[,;:][,;.:]|\(,|,\)|^[,;.:]")
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _names(argument: str) -> list[str]:
+    return [name.strip() for name in argument.split(",")]
 
 
 def _day(argument: str) -> date:

@@ -5,6 +5,7 @@ bot/knowledge/diagnostics.py loads the file and reads a post with every entry.""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import date, datetime
 from typing import Any
 
@@ -17,6 +18,7 @@ from bot.reading.normalise import FRAMEWORKS, REPO_FRAMEWORKS
 from bot.reading.textmatch import LineIndex, LinePattern, compile_pattern
 
 MAX_MATCHED_CHARS = 200
+TEXTS = ("reading", "next_step", "follow_up")  # what an issue reads: general, per framework, with clauses
 KNOWN_FRAMEWORKS = frozenset(FRAMEWORKS.values()) | frozenset(REPO_FRAMEWORKS.values())
 
 
@@ -151,19 +153,23 @@ class Entry(BaseModel):
             raise ValueError(f"by_framework: {never} never read: the entry is limited to {list(self.frameworks)}")
         if any(own.follow_up for own in self.by_framework.values()) and not self.done_when:
             raise ValueError("by_framework: a `follow_up` needs `done_when`: the lines that show the next step done")
-        for name in ("reading", "next_step", "follow_up"):
-            if text := getattr(self, name):
-                _clauses_of(name, text, self.frameworks or KNOWN_FRAMEWORKS)
-                if dead := sorted(f for f, own in self.by_framework.items()
-                                  if getattr(own, name) and f in clauses.only_frameworks(text)):
-                    raise ValueError(f"{name}: an `<only {dead[0]}>` clause is never read: "
-                                     f"`by_framework.{dead[0]}.{name}` replaces the whole text on its issues")
-            for framework, own in self.by_framework.items():
-                if text := getattr(own, name):
-                    _clauses_of(f"by_framework.{framework}.{name}", text, {framework}, general=False)
+        for name in TEXTS:
+            self._check_clauses(name)
         for name in ("patterns", "title_patterns", "requires", "unless", "unless_anywhere", "done_when"):
             self._compiled[name] = tuple(compile_pattern(p) for p in getattr(self, name))
         return self
+
+    def _check_clauses(self, name: str) -> None:
+        """The clauses of text `name` (bot/knowledge/clauses.py), general and per framework; none may be dead."""
+        if text := getattr(self, name):
+            _clauses_of(name, text, self.frameworks or KNOWN_FRAMEWORKS)
+            if dead := sorted(f for f, own in self.by_framework.items()
+                              if getattr(own, name) and f in clauses.only_frameworks(text)):
+                raise ValueError(f"{name}: an `<only {dead[0]}>` clause is never read: "
+                                 f"`by_framework.{dead[0]}.{name}` replaces the whole text on its issues")
+        for framework, own in self.by_framework.items():
+            if text := getattr(own, name):
+                _clauses_of(f"by_framework.{framework}.{name}", text, {framework}, general=False)
 
     def match(self, title: str, index: LineIndex) -> str | None:
         """The first line that shows this failure, or None."""
@@ -197,13 +203,12 @@ class Entry(BaseModel):
         has one, and of each text the clauses that hold for that framework and day."""
         own = self.by_framework.get(framework or "")
         day = _day(opened)
-        follow_up = (own and own.follow_up) or self.follow_up
-        return Diagnosis(id=self.id, title=self.title,
-                         reading=clauses.render((own and own.reading) or self.reading, framework, day),
-                         next_step=clauses.render((own and own.next_step) or self.next_step, framework, day),
+        shown = {name: (own and getattr(own, name)) or getattr(self, name) for name in TEXTS}
+        reading, next_step, follow_up = (text and clauses.render(text, framework, day) for text in shown.values())
+        return Diagnosis(id=self.id, title=self.title, reading=reading, next_step=next_step,
                          symptoms=list(self.symptoms), stage=self.stage, root_cause=self.root_cause,
                          fix_pattern=self.fix_pattern, ask=self.ask, matched=matched[:MAX_MATCHED_CHARS],
-                         done=done, follow_up=follow_up and clauses.render(follow_up, framework, day),
+                         done=done, follow_up=follow_up,
                          playbook=self.is_playbook(matched, title),
                          localises=self.localises)
 
@@ -218,7 +223,7 @@ def _day(opened: datetime | date | None) -> date | None:
     return opened.date() if isinstance(opened, datetime) else opened
 
 
-def _clauses_of(field: str, text: str, frameworks: Any, general: bool = True) -> None:
+def _clauses_of(field: str, text: str, frameworks: Collection[str], general: bool = True) -> None:
     try:
         clauses.check(text, frameworks, general=general)
     except ValueError as error:

@@ -49,9 +49,46 @@ def test_the_space_a_removed_clause_leaves_is_closed() -> None:
     assert clauses.render(unchanged, "DeepSpeed", None) == unchanged
 
 
+@pytest.mark.parametrize(("framework", "opened", "expected"), [
+    ("Megatron-LM", date(2022, 3, 4), "Profile it. With `--timers`, or `--timing-log-level 2`, read the slowest."),
+    ("Megatron-LM", date(2022, 3, 3), "Profile it. With `--timers`, read the slowest."),
+    ("Megatron-LM", None, "Profile it. With `--timers`, or `--timing-log-level 2`, read the slowest."),
+    ("DeepSpeed", date(2022, 3, 4), "Profile it. Upgrade to 0.9."),
+    ("DeepSpeed", date(2022, 3, 3), "Profile it."),
+    (None, None, "Profile it."),
+])
+def test_clauses_nest(framework: str | None, opened: date | None, expected: str) -> None:
+    """A framework's flag that came in a release: `<from DAY>` inside `<only X>` (and the other way round)."""
+    text = ("Profile it.<only Megatron-LM> With `--timers`<from 2022-03-04>, or `--timing-log-level 2`</from>, read the "
+            "slowest.</only><from 2022-03-04><only DeepSpeed> Upgrade to 0.9.</only></from>")
+    assert clauses.check(text, FRAMEWORKS) == text
+    assert clauses.only_frameworks(text) == {"Megatron-LM", "DeepSpeed"}
+    assert (None, date(2022, 3, 3)) in set(clauses.occasions(text, FRAMEWORKS))
+    assert clauses.render(text, framework, opened) == expected
+
+
+@pytest.mark.parametrize(("opened", "expected"), [
+    (date(2022, 7, 30), "Cast the inputs."),
+    (date(2022, 7, 31), "Cast the inputs. With DeepSpeed, `auto_cast` casts token ids: set it to false."),
+    (date(2024, 10, 22), "Cast the inputs. With DeepSpeed before 0.15.3, `auto_cast` casts token ids: set it to false "
+                         "or upgrade to 0.15.3."),
+])
+def test_a_day_inside_a_day(opened: date, expected: str) -> None:
+    """An upgrade named only once it shipped, inside a setting that itself came in a release."""
+    text = ("Cast the inputs.<only DeepSpeed><from 2022-07-31> With DeepSpeed<from 2024-10-22> before 0.15.3</from>, "
+            "`auto_cast` casts token ids: set it to false<from 2024-10-22> or upgrade to 0.15.3</from>.</from></only>")
+    assert clauses.check(text, FRAMEWORKS) == text
+    assert clauses.render(text, "DeepSpeed", opened) == expected
+    assert clauses.render(text, "Megatron-LM", opened) == "Cast the inputs."
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("a <only TensorFlowLite>b</only>", r"\['TensorFlowLite'\] not among the frameworks"),
-    ("a <only DeepSpeed>b <from 2023-01-01>c</from></only>", "clauses do not nest"),
+    ("a <only DeepSpeed>b <from 2023-01-01>c <only Megatron-LM>d</only></from></only>", "inside another `only`"),
+    ("a <only DeepSpeed>b <from 2023-01-01>c</only></from>", "a clause tag without its pair"),
+    ("a <only>b</only>", "a clause names its framework or day"),
+    ("a <only DeepSpeed><from 2023-01-01> </from></only>", "an empty clause"),
+    ("a <only DeepSpeed>b <from 2023-01-01>c</from> <from 2023-01-0x>d</from></only>", "a clause's day is"),
     ("a <only DeepSpeed>b", "a clause tag without its pair"),
     ("a <from 2023-01-01>b</before>", "a clause tag without its pair"),
     ("a <from someday>b</from>", "a clause's day is YYYY-MM-DD"),
@@ -182,7 +219,10 @@ def test_no_shipped_text_names_a_release_before_the_issue_could_have_it() -> Non
         texts += [(f"by_framework.{f}.{name}", getattr(own, name)) for f, own in entry.by_framework.items()
                   for name in ("reading", "next_step", "follow_up")]
         for name, text in texts:
-            outside = clauses.CLAUSE.sub(lambda m: "" if m.group(1) == "from" else m.group(0), text or "")
+            outside = text or ""  # the text with its `from` clauses removed and every other clause's tags
+            while (inner := clauses.CLAUSE.sub(lambda m: "" if m.group(1) == "from" else m.group(3), outside)) \
+                    != outside:
+                outside = inner
             if entry.since is None and (found := UPGRADE.search(outside)):
                 wrong.append(f"{entry.id}.{name}: {found.group(0)!r}")
     assert not wrong, "\n".join(wrong)

@@ -6,8 +6,10 @@
 
 One text then speaks each framework's own API, and names a release only once it has shipped, without a copy of the
 whole text per framework or per date. The text without its `only` clauses is the general one, which an issue of
-another or an unknown framework reads; each clause adds one framework's own flags to it. Clauses do not nest, and
-their tags are read inside code spans too (no text needs one literally)."""
+another or an unknown framework reads; each clause adds one framework's own flags to it. Clauses nest: a framework's
+flag that came in a release (`<only Megatron-LM>... <from 2022-08-10>--timing-log-level</from></only>`), or an
+upgrade inside a setting that itself came in a release; an `only` clause never holds another `only` clause (it would
+be dead or redundant). Tags are read inside code spans too (no text needs one literally)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ import re
 from collections.abc import Collection, Iterator
 from datetime import date, timedelta
 
-CLAUSE = re.compile(r"<(only|from|before) ([^<>]+)>(.*?)</\1>", re.DOTALL)
-TAG = re.compile(r"</?(?:only|from|before)\b[^<>]*>")
+# A clause with no clause inside it; rendering and checking take the innermost first, so an outer clause's body holds
+# its inner clauses' results.
+CLAUSE = re.compile(r"<(only|from|before) ([^<>]+)>((?:(?!</?(?:only|from|before)\b).)*?)</\1>", re.DOTALL)
+TAG = re.compile(r"<(/?)(only|from|before)\b([^<>]*)>")
 _GAP = "\x00"  # where a clause that does not hold was: the space around it is closed, the rest of the text kept
 _ADJACENT_GAPS = re.compile(r"\x00(?: *\x00)+")
 _EMPTY_PARENTHESES = re.compile(r" ?\( *\x00+ *\)")
@@ -42,24 +46,46 @@ def _day(argument: str) -> date:
     raise ValueError(f"<{argument}>: a clause's day is YYYY-MM-DD")
 
 
+def _structure(text: str) -> list[tuple[str, str, str]]:
+    """Every clause of `text` as (kind, argument, body with the inner clauses' tags), innermost first; ValueError for
+    a tag without its pair or an `only` clause inside another."""
+    found: list[tuple[str, str, str]] = []
+    opened: list[tuple[str, str, int]] = []  # kind, argument, where its body starts
+    for tag in TAG.finditer(text):
+        closing, kind, argument = tag.groups()
+        if not closing:
+            if kind == "only" and any(outer == "only" for outer, _, _ in opened):
+                raise ValueError(f"<{kind}{argument}>: inside another `only` clause, where it is dead (another "
+                                 "framework) or redundant (the same one)")
+            opened.append((kind, argument.strip(), tag.end()))
+        elif not opened or opened[-1][0] != kind or argument:
+            raise ValueError(f"{tag.group(0)!r}: a clause tag without its pair (`<only X>...</only>`, "
+                             "`<from DAY>...</from>`, `<before DAY>...</before>`)")
+        else:
+            kind, argument, start = opened.pop()
+            found.append((kind, argument, text[start:tag.start()]))
+    if opened:
+        kind, argument, _ = opened[-1]
+        raise ValueError(f"'<{kind} {argument}>': a clause tag without its pair (`<only X>...</only>`, "
+                         "`<from DAY>...</from>`, `<before DAY>...</before>`)")
+    return found
+
+
 def check(text: str, frameworks: Collection[str], *, general: bool = True) -> str:
     """`text` unchanged when its clauses are well formed and name only `frameworks`; else ValueError saying what.
     `general`: the text is also read by issues of other or unknown frameworks (not one framework's own text)."""
     if _GAP in text:
         raise ValueError("a NUL character: remove it")
-    for kind, argument, body in CLAUSE.findall(text):
-        if TAG.search(body):
-            raise ValueError(f"<{kind} {argument}>: clauses do not nest")
-        if not body.strip():
+    for kind, argument, body in _structure(text):
+        if not argument:
+            raise ValueError(f"<{kind}>: a clause names its framework or day (`<only X>`, `<from YYYY-MM-DD>`)")
+        if not TAG.sub("", body).strip():
             raise ValueError(f"<{kind} {argument}>: an empty clause")
         if kind == "only" and (unknown := [name for name in _names(argument) if name not in frameworks]):
             raise ValueError(f"<only {argument}>: {unknown} not among the frameworks {sorted(frameworks)}")
         if kind != "only":
             _day(argument)
-    if stray := TAG.search(CLAUSE.sub("", text)):
-        raise ValueError(f"{stray.group(0)!r}: a clause tag without its pair (`<only X>...</only>`, "
-                         "`<from DAY>...</from>`, `<before DAY>...</before>`)")
-    kept = len(_LEFT_BEHIND.findall(CLAUSE.sub(lambda match: match.group(3), text)))
+    kept = len(_LEFT_BEHIND.findall(TAG.sub("", text)))
     for framework, opened in occasions(text, frameworks, general=general):
         rendered = render(text, framework, opened)
         if not rendered:
@@ -73,7 +99,8 @@ def check(text: str, frameworks: Collection[str], *, general: bool = True) -> st
 
 def only_frameworks(text: str) -> set[str]:
     """The frameworks that `only` clauses of `text` name."""
-    return {name for kind, argument, _ in CLAUSE.findall(text) if kind == "only" for name in _names(argument)}
+    return {name for tag in TAG.finditer(text) if tag.group(2) == "only" and not tag.group(1)
+            for name in _names(tag.group(3))}
 
 
 def occasions(text: str, frameworks: Collection[str], *,
@@ -81,9 +108,9 @@ def occasions(text: str, frameworks: Collection[str], *,
     """Every framework and day that reads `text` differently: each framework (and, for a `general` text, an unknown
     one), undated and on either side of each day a clause names."""
     days: list[date | None] = [None]
-    for kind, argument, _ in CLAUSE.findall(text):
-        if kind != "only":
-            day = _day(argument)
+    for tag in TAG.finditer(text):
+        if tag.group(2) != "only" and not tag.group(1):
+            day = _day(tag.group(3))
             days += [day - timedelta(days=1), day]
     for framework in [None, *sorted(frameworks)] if general else sorted(frameworks):
         for opened in days:
@@ -106,7 +133,10 @@ def render(text: str, framework: str | None, opened: date | None) -> str:
             held = opened is not None and opened < _day(argument)
         return body if held else _GAP
 
-    rendered = _ADJACENT_GAPS.sub(_GAP, CLAUSE.sub(holds, text))
+    rendered = text
+    while (inner := CLAUSE.sub(holds, rendered)) != rendered:  # innermost first, one level a round
+        rendered = inner
+    rendered = _ADJACENT_GAPS.sub(_GAP, rendered)
     for gap, closed in ((_EMPTY_PARENTHESES, ""), (_BEFORE_PUNCTUATION, ""), (_AFTER_OPENING, ""),
                         (_BETWEEN_SPACES, " ")):
         rendered = gap.sub(closed, rendered)

@@ -59,8 +59,8 @@ def test_the_space_a_removed_clause_leaves_is_closed() -> None:
 ])
 def test_clauses_nest(framework: str | None, opened: date | None, expected: str) -> None:
     """A framework's flag that came in a release: `<from DAY>` inside `<only X>` (and the other way round)."""
-    text = ("Profile it.<only Megatron-LM> With `--timers`<from 2022-03-04>, or `--timing-log-level 2`</from>, read the "
-            "slowest.</only><from 2022-03-04><only DeepSpeed> Upgrade to 0.9.</only></from>")
+    text = ("Profile it.<only Megatron-LM> With `--timers`<from 2022-03-04>, or `--timing-log-level 2`</from>, read "
+            "the slowest.</only><from 2022-03-04><only DeepSpeed> Upgrade to 0.9.</only></from>")
     assert clauses.check(text, FRAMEWORKS) == text
     assert clauses.only_frameworks(text) == {"Megatron-LM", "DeepSpeed"}
     assert (None, date(2022, 3, 3)) in set(clauses.occasions(text, FRAMEWORKS))

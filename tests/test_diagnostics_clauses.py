@@ -67,6 +67,15 @@ def test_clauses_nest(framework: str | None, opened: date | None, expected: str)
     assert clauses.render(text, framework, opened) == expected
 
 
+def test_a_body_may_hold_what_looks_like_the_start_of_a_tag() -> None:
+    """Code such as `x<from` or `a<b` inside a clause is text, not a tag."""
+    text = "Check it<only DeepSpeed> with `if x<before y` and `a<b`</only>."
+    assert clauses.check(text, FRAMEWORKS) == text
+    assert clauses.render(text, "DeepSpeed", None) == "Check it with `if x<before y` and `a<b`."
+    assert clauses.render(text, "Megatron-LM", None) == "Check it."
+    assert clauses.render("a <only\tDeepSpeed>b</only> c", "DeepSpeed", None) == "a b c"  # the tag as check reads it
+
+
 @pytest.mark.parametrize(("opened", "expected"), [
     (date(2022, 7, 30), "Cast the inputs."),
     (date(2022, 7, 31), "Cast the inputs. With DeepSpeed, `auto_cast` casts token ids: set it to false."),
@@ -85,6 +94,7 @@ def test_a_day_inside_a_day(opened: date, expected: str) -> None:
 @pytest.mark.parametrize(("text", "message"), [
     ("a <only TensorFlowLite>b</only>", r"\['TensorFlowLite'\] not among the frameworks"),
     ("a <only DeepSpeed>b <from 2023-01-01>c <only Megatron-LM>d</only></from></only>", "inside another `only`"),
+    ("a <from 2023-06-01><before 2023-01-01>b</before></from> c", r"<before 2023-01-01>: never shown"),
     ("a <only DeepSpeed>b <from 2023-01-01>c</only></from>", "a clause tag without its pair"),
     ("a <only>b</only>", "a clause names its framework or day"),
     ("a <only DeepSpeed><from 2023-01-01> </from></only>", "an empty clause"),

@@ -19,8 +19,8 @@ from datetime import date, timedelta
 
 # A clause with no clause inside it; rendering and checking take the innermost first, so an outer clause's body holds
 # its inner clauses' results.
-CLAUSE = re.compile(r"<(only|from|before) ([^<>]+)>((?:(?!</?(?:only|from|before)\b).)*?)</\1>", re.DOTALL)
 TAG = re.compile(r"<(/?)(only|from|before)\b([^<>]*)>")
+CLAUSE = re.compile(r"<(only|from|before)\b([^<>]*)>((?:(?!</?(?:only|from|before)\b[^<>]*>).)*?)</\1>", re.DOTALL)
 _GAP = "\x00"  # where a clause that does not hold was: the space around it is closed, the rest of the text kept
 _ADJACENT_GAPS = re.compile(r"\x00(?: *\x00)+")
 _EMPTY_PARENTHESES = re.compile(r" ?\( *\x00+ *\)")
@@ -46,10 +46,10 @@ def _day(argument: str) -> date:
     raise ValueError(f"<{argument}>: a clause's day is YYYY-MM-DD")
 
 
-def _structure(text: str) -> list[tuple[str, str, str]]:
-    """Every clause of `text` as (kind, argument, body with the inner clauses' tags), innermost first; ValueError for
-    a tag without its pair or an `only` clause inside another."""
-    found: list[tuple[str, str, str]] = []
+def _structure(text: str) -> list[tuple[str, str, str, list[tuple[str, str]]]]:
+    """Every clause of `text` as (kind, argument, body with the inner clauses' tags, the clauses around it), innermost
+    first; ValueError for a tag without its pair or an `only` clause inside another."""
+    found: list[tuple[str, str, str, list[tuple[str, str]]]] = []
     opened: list[tuple[str, str, int]] = []  # kind, argument, where its body starts
     for tag in TAG.finditer(text):
         closing, kind, argument = tag.groups()
@@ -63,7 +63,7 @@ def _structure(text: str) -> list[tuple[str, str, str]]:
                              "`<from DAY>...</from>`, `<before DAY>...</before>`)")
         else:
             kind, argument, start = opened.pop()
-            found.append((kind, argument, text[start:tag.start()]))
+            found.append((kind, argument, text[start:tag.start()], [(k, a) for k, a, _ in opened]))
     if opened:
         kind, argument, _ = opened[-1]
         raise ValueError(f"'<{kind} {argument}>': a clause tag without its pair (`<only X>...</only>`, "
@@ -76,7 +76,8 @@ def check(text: str, frameworks: Collection[str], *, general: bool = True) -> st
     `general`: the text is also read by issues of other or unknown frameworks (not one framework's own text)."""
     if _GAP in text:
         raise ValueError("a NUL character: remove it")
-    for kind, argument, body in _structure(text):
+    structure = _structure(text)
+    for kind, argument, body, _ in structure:
         if not argument:
             raise ValueError(f"<{kind}>: a clause names its framework or day (`<only X>`, `<from YYYY-MM-DD>`)")
         if not TAG.sub("", body).strip():
@@ -85,9 +86,18 @@ def check(text: str, frameworks: Collection[str], *, general: bool = True) -> st
             raise ValueError(f"<only {argument}>: {unknown} not among the frameworks {sorted(frameworks)}")
         if kind != "only":
             _day(argument)
+    every = list(occasions(text, frameworks, general=general))
+    for kind, argument, _, around in structure:
+        if not any(all(_holds(k, a, framework, opened) for k, a in [*around, (kind, argument)])
+                   for framework, opened in every):
+            raise ValueError(f"<{kind} {argument}>: never shown, for no framework or day holds it together with the "
+                             f"clauses around it ({', '.join(f'<{k} {a}>' for k, a in around)})")
     kept = len(_LEFT_BEHIND.findall(TAG.sub("", text)))
-    for framework, opened in occasions(text, frameworks, general=general):
+    for framework, opened in every:
         rendered = render(text, framework, opened)
+        if stray := TAG.search(rendered):
+            raise ValueError(f"for framework {framework} on {opened} it still shows the tag {stray.group(0)!r}: write "
+                             "a clause's tag as `<only X>`, `<from DAY>` or `<before DAY>`, with one space")
         if not rendered:
             raise ValueError(f"says nothing for framework {framework} on {opened}: every part of it is a clause that "
                              "does not hold then")
@@ -113,8 +123,16 @@ def occasions(text: str, frameworks: Collection[str], *,
             day = _day(tag.group(3))
             days += [day - timedelta(days=1), day]
     for framework in [None, *sorted(frameworks)] if general else sorted(frameworks):
-        for opened in days:
+        for opened in dict.fromkeys(days):
             yield framework, opened
+
+
+def _holds(kind: str, argument: str, framework: str | None, opened: date | None) -> bool:
+    if kind == "only":
+        return framework is not None and framework in _names(argument)
+    if kind == "from":
+        return opened is None or opened >= _day(argument)
+    return opened is not None and opened < _day(argument)
 
 
 def render(text: str, framework: str | None, opened: date | None) -> str:
@@ -125,13 +143,7 @@ def render(text: str, framework: str | None, opened: date | None) -> str:
 
     def holds(match: re.Match[str]) -> str:
         kind, argument, body = match.groups()
-        if kind == "only":
-            held = framework is not None and framework in _names(argument)
-        elif kind == "from":
-            held = opened is None or opened >= _day(argument)
-        else:
-            held = opened is not None and opened < _day(argument)
-        return body if held else _GAP
+        return body if _holds(kind, argument, framework, opened) else _GAP
 
     rendered = text
     while (inner := CLAUSE.sub(holds, rendered)) != rendered:  # innermost first, one level a round

@@ -210,6 +210,10 @@ ANSWER_IN_USE = {
         "How much GPU memory do I need to train with ZeRO-3?",
         "estimate_zero3_model_states_mem_needs_all_live prints 18GB per GPU for our model; how do I add the "
         "activations?", "DeepSpeed"),
+    "megatron_core_to_hf_export": (
+        "How to convert a Megatron-LM checkpoint to Hugging Face format?",
+        "bridge.export_ckpt(megatron_path, hf_path) runs with Megatron Bridge; does it copy the tokenizer too?",
+        "Megatron-LM"),
 }
 
 

@@ -162,10 +162,11 @@ def test_a_broken_clause_in_the_file_names_the_entry_and_the_field(
 
 
 # Each framework's own flags and APIs. A text shown on one framework's issues names another's only where the entry's
-# own patterns do: the error line itself is the other framework's (Accelerate reading a DeepSpeed config).
+# own patterns do: the error line itself is the other framework's (Accelerate reading a DeepSpeed config). Colossal-AI
+# has a `get_accelerator` too (colossalai.accelerator, from 0.3.5): spelled out, it is not DeepSpeed's.
 API = {
     "DeepSpeed": r"deepspeed\.[a-z_]|\bds_config\b|ds_report|zero_optimization|\"offload_optimizer\"|~/\.deepspeed_env"
-                 r"|get_accelerator|`deepspeed[ `]|DS_BUILD_|\"(?:bf16|fp16)\": \{|stage3_"
+                 r"|(?<!colossalai\.accelerator\.)get_accelerator|`deepspeed[ `]|DS_BUILD_|\"(?:bf16|fp16)\": \{|stage3_"
                  r"|train_micro_batch_size_per_gpu|--deepspeed\b|engine\.backward|wall_clock_breakdown"
                  r"|zero_allow_untested_optimizer",
     "Megatron-LM": r"--tensor-model-parallel|--pipeline-model-parallel|--use-flash-attn|--recompute-|--fp8-format"

@@ -166,8 +166,8 @@ def test_a_broken_clause_in_the_file_names_the_entry_and_the_field(
 # has a `get_accelerator` too (colossalai.accelerator, from 0.3.5): spelled out, it is not DeepSpeed's.
 API = {
     "DeepSpeed": r"deepspeed\.[a-z_]|\bds_config\b|ds_report|zero_optimization|\"offload_optimizer\"|~/\.deepspeed_env"
-                 r"|(?<!colossalai\.accelerator\.)get_accelerator|`deepspeed[ `]|DS_BUILD_|\"(?:bf16|fp16)\": \{|stage3_"
-                 r"|train_micro_batch_size_per_gpu|--deepspeed\b|engine\.backward|wall_clock_breakdown"
+                 r"|(?<!colossalai\.accelerator\.)get_accelerator|`deepspeed[ `]|DS_BUILD_|\"(?:bf16|fp16)\": \{"
+                 r"|stage3_|train_micro_batch_size_per_gpu|--deepspeed\b|engine\.backward|wall_clock_breakdown"
                  r"|zero_allow_untested_optimizer",
     "Megatron-LM": r"--tensor-model-parallel|--pipeline-model-parallel|--use-flash-attn|--recompute-|--fp8-format"
                    r"|--attention-backend|--sequence-parallel|megatron/|pretrain_gpt|--micro-batch-size"

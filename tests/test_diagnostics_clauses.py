@@ -5,7 +5,7 @@ that had not shipped on the day it was opened."""
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -237,3 +237,61 @@ def test_no_shipped_text_names_a_release_before_the_issue_could_have_it() -> Non
             if entry.since is None and (found := UPGRADE.search(outside)):
                 wrong.append(f"{entry.id}.{name}: {found.group(0)!r}")
     assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize(("opened", "named", "not_named"), [
+    (date(2023, 6, 1), "the default `--transformer-impl local`", "core_v0.4.0"),
+    (date(2024, 2, 22), "any release before core_v0.4.0", "core_v0.8.0"),
+    (date(2024, 7, 20), "44d581c302", "core_v0.8.0"),
+    (date(2024, 9, 1), "core_v0.8.0 or later", "44d581c302"),
+])
+def test_a_megatron_release_is_named_only_once_it_shipped(opened: date, named: str, not_named: str) -> None:
+    """core_v0.4.0 shipped on 2023-12-11 and core_v0.8.0 on 2024-08-12 (the tags' dates); before, the way to train
+    without Transformer Engine is that day's: the default, or the main branch that made it optional."""
+    entry = load_diagnostics().entry("transformer_engine_missing")
+    shown = clauses.render(entry.next_step, "Megatron-LM", opened)
+    assert named in shown and not_named not in shown
+    reading = clauses.render(load_diagnostics().entry("megatron_core_te_required_before_0_8").reading, "Megatron-LM",
+                             opened)
+    assert ("core_v0.8.0" in reading) == (opened >= date(2024, 8, 12))
+
+
+# Megatron-Core's releases and the days they shipped (the tags' dates in NVIDIA/Megatron-LM).
+MEGATRON_CORE_RELEASES = {
+    4: date(2023, 12, 11), 5: date(2024, 2, 26), 6: date(2024, 4, 18), 7: date(2024, 5, 30), 8: date(2024, 8, 12),
+    9: date(2024, 10, 24), 10: date(2025, 2, 17), 11: date(2025, 3, 14), 12: date(2025, 5, 6), 13: date(2025, 7, 25),
+    14: date(2025, 10, 8), 15: date(2025, 12, 5), 16: date(2026, 2, 26), 17: date(2026, 4, 14), 18: date(2026, 6, 22),
+    19: date(2026, 8, 19),
+}
+# A release named as where something starts: "from core_v0.4.0", "since core_v0.9.0", "core_v0.15+", "or later".
+RELEASE_START = re.compile(r"\b(?:from|since) core_v0\.(\d+)(?:\.\d+)?|\bcore_v0\.(\d+)(?:\.\d+)?(?:\+| or later)")
+
+
+def test_no_shipped_text_offers_a_megatron_core_release_before_it_shipped() -> None:
+    """A flag or a file "from core_v0.X" is offered only to issues opened once that release had shipped: read on the
+    day before each release (and on each side of every day a clause names), no text names a later one as where
+    something starts. Naming a later release as a boundary ("`megatron/data` before core_v0.4.0") stays allowed."""
+    probes = {day - timedelta(days=1) for day in MEGATRON_CORE_RELEASES.values()}
+    wrong = set()
+    for entry in load_diagnostics().entries:
+        texts = [(name, getattr(entry, name)) for name in ("reading", "next_step", "follow_up")]
+        texts += [(f"by_framework.{f}.{name}", getattr(own, name)) for f, own in entry.by_framework.items()
+                  for name in ("reading", "next_step", "follow_up")]
+        for name, text in texts:
+            if not text:
+                continue
+            days = probes | {day for _, day in clauses.occasions(text, KNOWN_FRAMEWORKS) if day}
+            for opened in sorted(day for day in days if not entry.since or day >= entry.since):
+                for framework in ("Megatron-LM", None):
+                    for m in RELEASE_START.finditer(clauses.render(text, framework, opened)):
+                        if opened < MEGATRON_CORE_RELEASES[int(m.group(1) or m.group(2))]:
+                            wrong.add(f"{entry.id}.{name} on {opened}: {m.group(0)!r}")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+@pytest.mark.parametrize("text", ["`--context-parallel-size`, from core_v0.4.0", "the default since core_v0.9.0",
+                                  "(core_v0.15+) save one checkpoint",
+                                  "`--transformer-impl local` on core_v0.8.0 or later"])
+def test_the_release_start_pattern_sees_each_way_of_naming_where_something_starts(text: str) -> None:
+    assert RELEASE_START.search(text)
+    assert not RELEASE_START.search("(`megatron/data` before core_v0.4.0)")

@@ -332,29 +332,46 @@ DEEPSPEED_RELEASES = {version: date.fromisoformat(day) for version, day in {
     "0.19.0": "2026-05-06", "0.19.1": "2026-05-25", "0.19.2": "2026-06-16", "0.19.3": "2026-07-22",
     "0.19.4": "2026-08-06", "0.19.5": "2026-08-09",
 }.items()}
-# "from 0.14.5", "since 0.16.0", "DeepSpeed 0.12.0 and later", "(0.10.3)"; a version that is no DeepSpeed release
-# (another package's) is not read.
-DEEPSPEED_RELEASE_START = re.compile(r"(?i)\b(?:from|since|in) (?:DeepSpeed )?v?(0\.\d+\.\d+)\b"
-                                     r"|\b(?:DeepSpeed )?v?(0\.\d+\.\d+)(?:\+| or later| and later)|\((0\.\d+\.\d+)\)")
+# Colossal-AI's releases and the days they shipped (the tags' dates in hpcaitech/ColossalAI, v0.0.2 to v0.5.1).
+COLOSSALAI_RELEASES = {version: date.fromisoformat(day) for version, day in {
+    "0.0.2": "2022-02-15", "0.1.0": "2022-03-18", "0.1.1": "2022-03-26", "0.1.2": "2022-04-06",
+    "0.1.3": "2022-04-16", "0.1.4": "2022-04-28", "0.1.5": "2022-05-17", "0.1.6": "2022-06-02",
+    "0.1.7": "2022-06-21", "0.1.8": "2022-07-13", "0.1.9": "2022-08-11", "0.1.10": "2022-09-08",
+    "0.1.12": "2022-12-09", "0.1.13": "2022-12-20", "0.2.0": "2023-01-03", "0.2.1": "2023-02-06",
+    "0.2.2": "2023-02-10", "0.2.3": "2023-02-13", "0.2.4": "2023-02-14", "0.2.5": "2023-02-15",
+    "0.2.6": "2023-03-10", "0.2.7": "2023-03-10", "0.2.8": "2023-03-29", "0.3.0": "2023-05-25",
+    "0.3.1": "2023-08-01", "0.3.2": "2023-09-06", "0.3.3": "2023-09-22", "0.3.4": "2023-11-01",
+    "0.3.5": "2024-02-08", "0.3.6": "2024-03-07", "0.3.7": "2024-04-27", "0.3.8": "2024-05-31",
+    "0.3.9": "2024-06-20", "0.4.0": "2024-06-28", "0.4.1": "2024-07-17", "0.4.2": "2024-07-31",
+    "0.4.3": "2024-09-10", "0.4.4": "2024-09-19", "0.4.5": "2024-10-21", "0.4.6": "2024-11-04",
+    "0.4.7": "2025-01-03", "0.4.8": "2025-02-20", "0.4.9": "2025-03-03", "0.5.0": "2025-05-28",
+    "0.5.1": "2025-06-02",
+}.items()}
+# "from 0.14.5", "since 0.16.0", "DeepSpeed 0.12.0 and later", "(0.10.3)", "(0.3.8+)"; a version that is no release of
+# the framework (another package's) is not read.
+RELEASE_OF = re.compile(r"(?i)\b(?:from|since|in) (?:DeepSpeed |Colossal-AI )?v?(0\.\d+\.\d+)\b"
+                        r"|\b(?:DeepSpeed |Colossal-AI )?v?(0\.\d+\.\d+)(?:\+| or later| and later)|\((0\.\d+\.\d+)\)")
 
 
-def test_no_shipped_text_offers_a_deepspeed_release_before_it_shipped() -> None:
-    """What DeepSpeed's issues read names a release as where something starts only once that release had shipped, on
-    the eve of every release and on each side of every day a clause names."""
-    probes = {day - timedelta(days=1) for day in DEEPSPEED_RELEASES.values()}
+@pytest.mark.parametrize(("framework", "releases"), [("DeepSpeed", DEEPSPEED_RELEASES),
+                                                     ("Colossal-AI", COLOSSALAI_RELEASES)])
+def test_no_shipped_text_offers_a_release_before_it_shipped(framework: str, releases: dict[str, date]) -> None:
+    """What a framework's issues read names one of its releases as where something starts only once that release had
+    shipped, on the eve of every release and on each side of every day a clause names."""
+    probes = {day - timedelta(days=1) for day in releases.values()}
     wrong = set()
     for entry in load_diagnostics().entries:
-        if entry.frameworks and "DeepSpeed" not in entry.frameworks:
+        if entry.frameworks and framework not in entry.frameworks:
             continue
-        own = entry.by_framework.get("DeepSpeed")
+        own = entry.by_framework.get(framework)
         for name in ("reading", "next_step", "follow_up"):
             text = (own and getattr(own, name)) or getattr(entry, name)
             if not text:
                 continue
             days = probes | {day for _, day in clauses.occasions(text, KNOWN_FRAMEWORKS) if day}
             for opened in sorted(day for day in days if not entry.since or day >= entry.since):
-                for m in DEEPSPEED_RELEASE_START.finditer(clauses.render(text, "DeepSpeed", opened)):
-                    shipped = DEEPSPEED_RELEASES.get(m.group(1) or m.group(2) or m.group(3))
+                for m in RELEASE_OF.finditer(clauses.render(text, framework, opened)):
+                    shipped = releases.get(m.group(1) or m.group(2) or m.group(3))
                     if shipped and opened < shipped:
                         wrong.add(f"{entry.id}.{name} on {opened}: {m.group(0)!r}")
     assert not wrong, "\n".join(sorted(wrong))

@@ -5,6 +5,7 @@ that had not shipped on the day it was opened."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -267,25 +268,34 @@ MEGATRON_CORE_RELEASES = {
 RELEASE_START = re.compile(r"\b(?:from|since) core_v0\.(\d+)(?:\.\d+)?|\bcore_v0\.(\d+)(?:\.\d+)?(?:\+| or later)")
 
 
-def test_no_shipped_text_offers_a_megatron_core_release_before_it_shipped() -> None:
-    """A flag or a file "from core_v0.X" is offered only to issues opened once that release had shipped: read on the
-    day before each release (and on each side of every day a clause names), no text names a later one as where
-    something starts. Naming a later release as a boundary ("`megatron/data` before core_v0.4.0") stays allowed."""
-    probes = {day - timedelta(days=1) for day in MEGATRON_CORE_RELEASES.values()}
+def _offered_before_shipped(framework: str, pattern: re.Pattern[str],
+                            shipped: Callable[[re.Match[str]], date | None]) -> set[str]:
+    """The texts a framework's issues read that name one of its releases as where something starts, on a day before
+    that release shipped: read on the eve of every release and on each side of every day a clause names."""
+    probes = {day - timedelta(days=1) for day in RELEASE_DAYS[framework]}
     wrong = set()
     for entry in load_diagnostics().entries:
-        texts = [(name, getattr(entry, name)) for name in ("reading", "next_step", "follow_up")]
-        texts += [(f"by_framework.{f}.{name}", getattr(own, name)) for f, own in entry.by_framework.items()
-                  for name in ("reading", "next_step", "follow_up")]
-        for name, text in texts:
+        if entry.frameworks and framework not in entry.frameworks:
+            continue
+        own = entry.by_framework.get(framework)
+        for name in ("reading", "next_step", "follow_up"):
+            text = (own and getattr(own, name)) or getattr(entry, name)
             if not text:
                 continue
             days = probes | {day for _, day in clauses.occasions(text, KNOWN_FRAMEWORKS) if day}
             for opened in sorted(day for day in days if not entry.since or day >= entry.since):
-                for framework in ("Megatron-LM", None):
-                    for m in RELEASE_START.finditer(clauses.render(text, framework, opened)):
-                        if opened < MEGATRON_CORE_RELEASES[int(m.group(1) or m.group(2))]:
-                            wrong.add(f"{entry.id}.{name} on {opened}: {m.group(0)!r}")
+                for m in pattern.finditer(clauses.render(text, framework, opened)):
+                    day = shipped(m)
+                    if day and opened < day:
+                        wrong.add(f"{entry.id}.{name} on {opened}: {m.group(0)!r}")
+    return wrong
+
+
+def test_no_shipped_text_offers_a_megatron_core_release_before_it_shipped() -> None:
+    """A flag or a file "from core_v0.X" is offered only to issues opened once that release had shipped. Naming a later
+    release as a boundary ("`megatron/data` before core_v0.4.0") stays allowed."""
+    wrong = _offered_before_shipped("Megatron-LM", RELEASE_START,
+                                    lambda m: MEGATRON_CORE_RELEASES[int(m.group(1) or m.group(2))])
     assert not wrong, "\n".join(sorted(wrong))
 
 
@@ -353,25 +363,15 @@ RELEASE_OF = re.compile(r"(?i)\b(?:from|since|in) (?:DeepSpeed |Colossal-AI )?v?
                         r"|\b(?:DeepSpeed |Colossal-AI )?v?(0\.\d+\.\d+)(?:\+| or later| and later)|\((0\.\d+\.\d+)\)")
 
 
+RELEASE_DAYS = {"Megatron-LM": list(MEGATRON_CORE_RELEASES.values()), "DeepSpeed": list(DEEPSPEED_RELEASES.values()),
+                "Colossal-AI": list(COLOSSALAI_RELEASES.values())}
+
+
 @pytest.mark.parametrize(("framework", "releases"), [("DeepSpeed", DEEPSPEED_RELEASES),
                                                      ("Colossal-AI", COLOSSALAI_RELEASES)])
 def test_no_shipped_text_offers_a_release_before_it_shipped(framework: str, releases: dict[str, date]) -> None:
     """What a framework's issues read names one of its releases as where something starts only once that release had
-    shipped, on the eve of every release and on each side of every day a clause names."""
-    probes = {day - timedelta(days=1) for day in releases.values()}
-    wrong = set()
-    for entry in load_diagnostics().entries:
-        if entry.frameworks and framework not in entry.frameworks:
-            continue
-        own = entry.by_framework.get(framework)
-        for name in ("reading", "next_step", "follow_up"):
-            text = (own and getattr(own, name)) or getattr(entry, name)
-            if not text:
-                continue
-            days = probes | {day for _, day in clauses.occasions(text, KNOWN_FRAMEWORKS) if day}
-            for opened in sorted(day for day in days if not entry.since or day >= entry.since):
-                for m in RELEASE_OF.finditer(clauses.render(text, framework, opened)):
-                    shipped = releases.get(m.group(1) or m.group(2) or m.group(3))
-                    if shipped and opened < shipped:
-                        wrong.add(f"{entry.id}.{name} on {opened}: {m.group(0)!r}")
+    shipped."""
+    wrong = _offered_before_shipped(framework, RELEASE_OF,
+                                    lambda m: releases.get(m.group(1) or m.group(2) or m.group(3)))
     assert not wrong, "\n".join(sorted(wrong))

@@ -5,7 +5,7 @@ that had not shipped on the day it was opened."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -268,11 +268,11 @@ MEGATRON_CORE_RELEASES = {
 RELEASE_START = re.compile(r"\b(?:from|since) core_v0\.(\d+)(?:\.\d+)?|\bcore_v0\.(\d+)(?:\.\d+)?(?:\+| or later)")
 
 
-def _offered_before_shipped(framework: str, pattern: re.Pattern[str],
+def _offered_before_shipped(framework: str, release_days: Iterable[date], pattern: re.Pattern[str],
                             shipped: Callable[[re.Match[str]], date | None]) -> set[str]:
     """The texts a framework's issues read that name one of its releases as where something starts, on a day before
     that release shipped: read on the eve of every release and on each side of every day a clause names."""
-    probes = {day - timedelta(days=1) for day in RELEASE_DAYS[framework]}
+    probes = {day - timedelta(days=1) for day in release_days}
     wrong = set()
     for entry in load_diagnostics().entries:
         if entry.frameworks and framework not in entry.frameworks:
@@ -294,7 +294,7 @@ def _offered_before_shipped(framework: str, pattern: re.Pattern[str],
 def test_no_shipped_text_offers_a_megatron_core_release_before_it_shipped() -> None:
     """A flag or a file "from core_v0.X" is offered only to issues opened once that release had shipped. Naming a later
     release as a boundary ("`megatron/data` before core_v0.4.0") stays allowed."""
-    wrong = _offered_before_shipped("Megatron-LM", RELEASE_START,
+    wrong = _offered_before_shipped("Megatron-LM", MEGATRON_CORE_RELEASES.values(), RELEASE_START,
                                     lambda m: MEGATRON_CORE_RELEASES[int(m.group(1) or m.group(2))])
     assert not wrong, "\n".join(sorted(wrong))
 
@@ -363,15 +363,11 @@ RELEASE_OF = re.compile(r"(?i)\b(?:from|since|in) (?:DeepSpeed |Colossal-AI )?v?
                         r"|\b(?:DeepSpeed |Colossal-AI )?v?(0\.\d+\.\d+)(?:\+| or later| and later)|\((0\.\d+\.\d+)\)")
 
 
-RELEASE_DAYS = {"Megatron-LM": list(MEGATRON_CORE_RELEASES.values()), "DeepSpeed": list(DEEPSPEED_RELEASES.values()),
-                "Colossal-AI": list(COLOSSALAI_RELEASES.values())}
-
-
 @pytest.mark.parametrize(("framework", "releases"), [("DeepSpeed", DEEPSPEED_RELEASES),
                                                      ("Colossal-AI", COLOSSALAI_RELEASES)])
 def test_no_shipped_text_offers_a_release_before_it_shipped(framework: str, releases: dict[str, date]) -> None:
     """What a framework's issues read names one of its releases as where something starts only once that release had
     shipped."""
-    wrong = _offered_before_shipped(framework, RELEASE_OF,
+    wrong = _offered_before_shipped(framework, releases.values(), RELEASE_OF,
                                     lambda m: releases.get(m.group(1) or m.group(2) or m.group(3)))
     assert not wrong, "\n".join(sorted(wrong))

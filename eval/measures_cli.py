@@ -52,7 +52,9 @@ def floor(
           "established gold symptom on both sides)")
     print(format_table(bin_pairs(pairs.sims, pairs.same)))
     if nested:
-        print_nested(pairs, settings.similarity_floor, "by a hash of the id")
+        rule = (f"by a hash of the id; the lowest bin from which on the share at or above reaches "
+                f"{PRECEDENT_TARGET:.2f}, the comment's precision target for what it cites")
+        print_nested(pairs, settings.similarity_floor, rule, PRECEDENT_TARGET)
 
 
 def print_nested(pairs: Pairs, fixed: float, rule: str, target: float | None = None, label: str = "symptom") -> None:

@@ -38,6 +38,11 @@ DONE: dict[str, tuple[tuple[str, str], tuple[str, str], str | None]] = {
     "hang_reported": (
         ("Training hangs after eval", "Every rank is stuck in `dist.all_gather()` right after evaluation."),
         ("Training hangs after eval", "Every rank stops printing right after evaluation; GPUs at 100%."), None),
+    "deepspeed_multi_gpu_inference_howto": (
+        ("How to run CodeGen inference on multiple GPUs with tensor parallelism?", "AutoTP does not support the "
+         "CodeGen model; why, and can I add it myself?"),
+        ("How to run CodeGen inference on multiple GPUs with tensor parallelism?", "The model does not fit on one "
+         "GPU."), "DeepSpeed"),
     "nccl_watchdog_timeout": (
         ("NCCL timeout at step 5000", "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=812, "
          "OpType=ALLREDUCE)\npy-spy dump on rank 3:\nThread 4242 (active): \"MainThread\""),

@@ -185,6 +185,19 @@ def test_an_empty_or_bare_title_issue_needs_details_and_a_real_report_does_not(g
     assert detailed and not any(needs_details(normalise(i)) for i in detailed)
 
 
+def test_a_post_in_chinese_or_an_error_in_the_title_is_not_bare() -> None:
+    # two CJK characters count as a word: a report written in Chinese is read, not taken for an empty template
+    chinese = ("多机多卡训练，运行相同的脚本，使用相同的硬件环境。使用 colossalai run 命令时，另一个节点找不到网络设备"
+               "（No Socket interface found），但是使用 torchrun 可以正常运行。")
+    assert not needs_details(normalise(Issue(title="colossalai run 多机问题", body=chinese)))
+    assert needs_details(normalise(Issue(title="bug", body="报错了，怎么办")))  # a few characters are still bare
+    # the title quotes the error, the body only the code that raised it
+    code = "```\nfrom megatron.core.transformer.custom_layers.transformer_engine import TENorm\n```"
+    assert not needs_details(normalise(Issue(title="[BUG]ModuleNotFoundError: No module named 'transformer_engine'",
+                                             body=code)))
+    assert needs_details(normalise(Issue(title="[BUG] import fails", body=code)))
+
+
 def test_every_fact_pattern_of_the_shipped_taxonomy_compiles_and_is_referenced(taxonomy: Taxonomy) -> None:
     referenced = set(taxonomy.ask_for_any_bug) | {f for v in taxonomy.axis("symptom").values for f in v.ask_for}
     referenced |= {p for f in taxonomy.facts for p in (*f.all_of, *(x for ps in f.all_of_by_framework.values()

@@ -178,6 +178,12 @@ def test_one_ask_unless_both_block_the_next_step() -> None:
     ("We worked around it by setting the flag to false in our launcher.", True),
     ("Is this issue fixed by setting a larger timeout?", False),  # asking
     ("The problem is not fixed by upgrading; it still hangs.", False),
+    # a section of the post that holds the change itself
+    ("**Fix suggestions**\n\nModify runner.py#L230 to an f-string.", True),
+    ("## Proposed fix\nPass the group to all_reduce.", True),
+    ("Suggested fix:\n```diff\n- a\n+ b\n```", True),
+    ("Any suggested fix for this?", False),  # asking for one
+    ("The fix suggestions in the docs do not work for me.", False),  # prose, not a section
 ])
 def test_a_post_that_brings_its_own_fix_is_recognised(text: str, own: bool) -> None:
     assert proposes_own_fix(text) is own

@@ -39,7 +39,7 @@ class CommentPolicy(BaseModel):
     comment_on_members: bool = False  # also comment on issues opened by the owner, members or collaborators
     comment_labels: bool = False  # the labels in words ("**Likely:** ...") in the text; off: labels are for routing
     axes: tuple[str, ...] = AXES  # the label rows the repository allows
-    similarity_floor: float = 0.75  # a labelled case of the pack is shown at or above this cosine
+    similarity_floor: float = 0.80  # a labelled case of the pack is shown at or above this cosine
     related_floor: float = 0.80  # an issue of the repository itself is shown at or above this cosine
     # A closed question of the repository is "asked before" at or above this cosine (settings
     # memory_question_floor; `python -m eval floor --memory`, docs/as-opened.md).

@@ -33,6 +33,13 @@ MAX_ASKED = 2  # candidates; a comment shows one, two only when both block its n
 NON_BUG_KINDS = ("usage_question", "feature_request", "documentation")  # a short title can be enough for these
 NEEDS_DETAILS_FACTS = ("traceback", "versions")  # what a bare bug report needs first
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*")
+# Chinese, Japanese and Korean prose has no spaces between words: two of its characters count as one word, about
+# the length of a word there (a post in Chinese was read as empty, and its error went unanswered).
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+CJK_CHARS_PER_WORD = 2
+# A title that is an exception line ("ModuleNotFoundError: No module named 'x'") names the failure the body may only
+# show the code of: the report is not bare.
+_TITLE_ERROR = re.compile(r"\b[A-Za-z_][\w.]*(?:Error|Exception)\s*:\s*\S")
 # A section heading: markdown `#`, a bold line, or a short line ending with a colon ("ds_report output:").
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s+(.{2,80}?)|\*\*([^*\n]{2,80})\*\*:?|([^\n:]{2,60}):)\s*$")
 # What stands for the fact under such a heading: a screenshot, an attached file, or a collapsed block.
@@ -77,9 +84,17 @@ OWN_FIX = re.compile(
     r"(?:remov|chang|sett?|add|replac|pass|patch|comment)\w*\b", re.IGNORECASE)
 
 
+# A section of the post that brings the change itself: "**Fix suggestions**", "## Proposed fix", "Suggested fix:".
+OWN_FIX_SECTION = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*|\*\*)?(?:fix[ \t]+suggestions?|suggested[ \t]+(?:fix|patch|change)(?:es|s)?|"
+    r"proposed[ \t]+(?:fix|patch|change|solution)(?:es|s)?)[ \t]*(?:\*\*)?[ \t]*:?[ \t]*(?:\*\*)?[ \t]*$",
+    re.IGNORECASE | re.MULTILINE)
+
+
 def proposes_own_fix(text: str) -> bool:
-    """Whether the post says the reporter already made (or names) the change that fixes it."""
-    return OWN_FIX.search(text or "") is not None
+    """Whether the post says the reporter already made (or names) the change that fixes it, or brings it in a
+    section of its own."""
+    return OWN_FIX.search(text or "") is not None or OWN_FIX_SECTION.search(text or "") is not None
 
 
 # The reporter already analysed the cause in the framework's code: the fault traced down to a call, "it turns out",
@@ -105,7 +120,10 @@ def needs_details(normalised: NormalisedIssue) -> bool:
     """An empty body, a bare title, or a template left unfilled: ask for the facts instead of guessing."""
     if normalised.signal or len(normalised.body) >= MIN_CHARS:  # an error line or a pasted log is something
         return False
-    return len(_WORD.findall(normalised.body)) < MIN_WORDS
+    if _TITLE_ERROR.search(normalised.title):  # so is an error the title quotes
+        return False
+    words = len(_WORD.findall(normalised.body)) + len(_CJK.findall(normalised.body)) // CJK_CHARS_PER_WORD
+    return words < MIN_WORDS
 
 
 @cache

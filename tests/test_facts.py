@@ -196,6 +196,8 @@ def test_a_post_in_chinese_or_an_error_in_the_title_is_not_bare() -> None:
     assert not needs_details(normalise(Issue(title="[BUG]ModuleNotFoundError: No module named 'transformer_engine'",
                                              body=code)))
     assert needs_details(normalise(Issue(title="[BUG] import fails", body=code)))
+    # a title that only asks about an error is no error line
+    assert needs_details(normalise(Issue(title="What does this ValueError: mean?", body="")))
 
 
 def test_every_fact_pattern_of_the_shipped_taxonomy_compiles_and_is_referenced(taxonomy: Taxonomy) -> None:

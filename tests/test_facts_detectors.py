@@ -184,6 +184,10 @@ def test_one_ask_unless_both_block_the_next_step() -> None:
     ("Suggested fix:\n```diff\n- a\n+ b\n```", True),
     ("Any suggested fix for this?", False),  # asking for one
     ("The fix suggestions in the docs do not work for me.", False),  # prose, not a section
+    ("**Proposed fix**\nIf you have a proposal for how to fix the issue state it here or link to a PR.\n\n"
+     "**Additional context**", False),  # Megatron-LM's regression template, unfilled
+    ("### Proposed solution\nNone\n", False),
+    ("**Proposed fix**\n\n**Additional context**\nNothing.", False),  # an empty section
 ])
 def test_a_post_that_brings_its_own_fix_is_recognised(text: str, own: bool) -> None:
     assert proposes_own_fix(text) is own

@@ -39,7 +39,7 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 CJK_CHARS_PER_WORD = 2
 # A title that is an exception line ("ModuleNotFoundError: No module named 'x'") names the failure the body may only
 # show the code of: the report is not bare.
-_TITLE_ERROR = re.compile(r"\b[A-Za-z_][\w.]*(?:Error|Exception)\s*:\s*\S")
+_TITLE_ERROR = re.compile(r"^\s*(?:\[[^\]\n]{1,20}\]\s*:?\s*)*[A-Za-z_][\w.]*(?:Error|Exception)\s*:\s*\S")
 # A section heading: markdown `#`, a bold line, or a short line ending with a colon ("ds_report output:").
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s+(.{2,80}?)|\*\*([^*\n]{2,80})\*\*:?|([^\n:]{2,60}):)\s*$")
 # What stands for the fact under such a heading: a screenshot, an attached file, or a collapsed block.
@@ -91,10 +91,23 @@ OWN_FIX_SECTION = re.compile(
     re.IGNORECASE | re.MULTILINE)
 
 
+# What an unfilled section holds instead of a fix (Megatron-LM's regression template asks for a "**Proposed fix**").
+_NO_FIX = re.compile(r"^\s*(?:n/?a|none|no|nope|not sure|unknown|tbd|\?+|-+|if you have a proposal\b.*|"
+                     r"a clear and concise description\b.*)\s*\.?\s*$", re.IGNORECASE)
+_SECTION_HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*\n]+\*\*\s*:?\s*$)")
+
+
 def proposes_own_fix(text: str) -> bool:
     """Whether the post says the reporter already made (or names) the change that fixes it, or brings it in a
-    section of its own."""
-    return OWN_FIX.search(text or "") is not None or OWN_FIX_SECTION.search(text or "") is not None
+    section of its own that they filled in."""
+    text = text or ""
+    if OWN_FIX.search(text):
+        return True
+    for section in OWN_FIX_SECTION.finditer(text):
+        following = [line for line in text[section.end():].split("\n") if line.strip()]
+        if following and not _SECTION_HEADING.match(following[0]) and not _NO_FIX.match(following[0]):
+            return True
+    return False
 
 
 # The reporter already analysed the cause in the framework's code: the fault traced down to a call, "it turns out",
